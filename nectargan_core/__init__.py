@@ -1,0 +1,47 @@
+"""NectarGAN core: the hook specifications, plugin loading, config, run engine and CLI.
+
+Plugin authors need only::
+
+    from nectargan_core import hookimpl
+
+Importing this package does not import torch; ``Trainer``, ``Run`` and the
+other engine classes are loaded on first access.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import CheckpointError, ConfigError, NectarGANError, PluginError
+from .hookspecs import hookimpl, hookspec
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Trainer": ("nectargan_core.trainer", "Trainer"),
+    "Run": ("nectargan_core.run", "Run"),
+    "ResumableSampler": ("nectargan_core.sampling", "ResumableSampler"),
+    "load_config": ("nectargan_core.config", "load_config"),
+    "choice_of": ("nectargan_core.config", "choice_of"),
+    "Section": ("nectargan_core.config", "Section"),
+    "get_plugins": ("nectargan_core.plugins", "get_plugins"),
+    "load_checkpoint": ("nectargan_core.checkpoint", "load_checkpoint"),
+    "read_metrics": ("nectargan_core.metrics", "read_metrics"),
+}
+
+__all__ = [
+    "hookimpl", "hookspec", "__version__",
+    "NectarGANError", "ConfigError", "PluginError", "CheckpointError",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'nectargan_core' has no attribute {name!r}")

@@ -1,0 +1,150 @@
+"""The ``console`` visualizer: progress you can watch, in a terminal or a CI log.
+
+On a terminal it draws a rich progress bar per epoch (it/s, ETA, running mean
+of each loss); when stdout is not a terminal it prints one plain line per
+logging interval instead. Either way it prints a one-line summary per epoch
+and per validation. It reads only the records the engine has already brought
+to the host, so it adds no device synchronisation.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Literal, Mapping, Optional
+
+from pydantic import Field
+
+from nectargan_core import hookimpl
+from nectargan_core.config import Section
+
+
+class ConsoleOptions(Section):
+    """Options of the console visualizer."""
+
+    bar: Literal["auto", "on", "off"] = Field("auto", description="Progress bar: auto (only on a terminal), on, off")
+    every_logs: int = Field(1, description="Plain mode: print every Nth metrics record", ge=1)
+
+
+def format_values(values: Mapping[str, Any], limit: int = 8) -> str:
+    items = list(values.items())[:limit]
+    return "  ".join(f"{k} {v:.4g}" if isinstance(v, (int, float)) else f"{k} {v}" for k, v in items)
+
+
+def format_seconds(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+class ConsoleVisualizer:
+    def __init__(self, bar: str = "auto", every_logs: int = 1, stream: Any = None) -> None:
+        self.stream = stream or sys.stdout
+        isatty = getattr(self.stream, "isatty", lambda: False)()
+        self.use_bar = bar == "on" or (bar == "auto" and isatty)
+        self.every_logs = every_logs
+        self._logs = 0
+        self._progress: Any = None
+        self._task: Any = None
+        self._epoch_start = time.time()
+        self._run_start = time.time()
+        self._start_step = 0
+
+    def _print(self, line: str) -> None:
+        if self._progress is not None:
+            self._progress.console.print(line, highlight=False, markup=False)
+        else:
+            print(line, file=self.stream, flush=True)
+
+    def _eta(self, trainer: Any) -> str:
+        steps = trainer.global_step - self._start_step
+        elapsed = time.time() - self._run_start
+        per_epoch = trainer.num_batches() or 0
+        total = trainer.config.loop.epochs * per_epoch
+        if trainer.config.loop.max_steps:
+            total = min(total, trainer.config.loop.max_steps) if total else trainer.config.loop.max_steps
+        if steps <= 0 or not total:
+            return "?"
+        return format_seconds((total - trainer.global_step) * elapsed / steps)
+
+    @hookimpl
+    def on_train_start(self, trainer: Any) -> None:
+        self._run_start = time.time()
+        self._start_step = trainer.global_step
+        loop = trainer.config.loop
+        limit = f", max {loop.max_steps} steps" if loop.max_steps else ""
+        self._print(f"training '{trainer.name}' on {trainer.device}: {loop.epochs} epochs{limit}, "
+                    f"{trainer.num_batches() or '?'} batches/epoch -> {trainer.run_dir.path}")
+        if self.use_bar:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeRemainingColumn)
+
+            self._progress = Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.fields[speed]}"), TimeRemainingColumn(), TextColumn("{task.fields[losses]}"),
+                transient=True,
+            )
+            self._progress.start()
+
+    @hookimpl
+    def on_epoch_start(self, trainer: Any, epoch: int) -> None:
+        self._epoch_start = time.time()
+        if self._progress is not None:
+            if self._task is not None:
+                self._progress.remove_task(self._task)
+            self._task = self._progress.add_task(
+                f"epoch {epoch + 1}/{trainer.config.loop.epochs}", total=trainer.num_batches(),
+                speed="", losses="",
+            )
+
+    @hookimpl
+    def on_train_batch_end(self, trainer: Any) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, completed=trainer.batch_in_epoch)
+
+    @hookimpl
+    def on_log(self, trainer: Any, record: Mapping[str, Any]) -> None:
+        elapsed = time.time() - self._run_start
+        steps = trainer.global_step - self._start_step
+        speed = f"{steps / elapsed:.2f} it/s" if elapsed > 0 else ""
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, speed=speed, losses=format_values(record["losses"], 4))
+            return
+        self._logs += 1
+        if self._logs % self.every_logs:
+            return
+        total = trainer.num_batches()
+        position = f"[{trainer.batch_in_epoch}/{total}]" if total else f"[{trainer.batch_in_epoch}]"
+        self._print(
+            f"epoch {record['epoch'] + 1}/{trainer.config.loop.epochs} {position} step {record['step']}  "
+            f"{format_values(record['losses'])}  {speed}  ETA {self._eta(trainer)}"
+        )
+
+    @hookimpl
+    def on_validation_end(self, epoch: int, metrics: Mapping[str, float]) -> None:
+        if metrics:
+            self._print(f"validation after epoch {epoch + 1}: {format_values(metrics)}")
+
+    @hookimpl
+    def on_epoch_end(self, trainer: Any, epoch: int, metrics: Mapping[str, float]) -> None:
+        seconds = time.time() - self._epoch_start
+        losses = {k: v for k, v in metrics.items() if not k.startswith("val/")}
+        self._print(f"epoch {epoch + 1}/{trainer.config.loop.epochs} done in {seconds:.1f}s: "
+                    f"{format_values(losses)}  ETA {self._eta(trainer)}")
+
+    def _close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+            self._task = None
+
+    @hookimpl
+    def on_train_end(self, trainer: Any) -> None:
+        self._close()
+        elapsed = time.time() - self._run_start
+        self._print(f"done: {trainer.epochs_done} epochs, {trainer.global_step} steps in {format_seconds(elapsed)}")
+
+    @hookimpl
+    def on_exception(self) -> None:
+        self._close()

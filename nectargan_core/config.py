@@ -1,0 +1,440 @@
+"""The run configuration: one validated pydantic model, assembled from plugins.
+
+The core owns the sections ``run``, ``loop`` and ``checkpoint`` and the keys
+``trainer``, ``visualizers`` and ``callbacks``. The selected trainer adds its
+own top-level sections (the fields of its ``options`` model), plugins add
+sections through ``register_config_sections``, and every named part chosen in
+the config (a model, a visualizer, ...) validates its options against the
+model it registered. Any mistake is reported with its key path, e.g.
+``loop.epochs: Input should be greater than 0 (got -1)``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from pathlib import Path
+from typing import Any, ClassVar, Iterable, Mapping, Optional
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_validator,
+)
+
+from .errors import ConfigError, PluginError
+from .registry import Registry
+
+CONFIG_SUFFIXES = (".yaml", ".yml", ".toml", ".json")
+DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+
+
+class Section(BaseModel):
+    """Base for config sections: unknown keys are errors, values are re-validated on assignment."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class RunSection(Section):
+    """Where the run lives and how it is made reproducible."""
+
+    name: str = Field("run", description="Run name; outputs go to output_dir/name/version_N", min_length=1)
+    output_dir: str = Field("runs", description="Folder that holds all runs")
+    seed: int = Field(0, description="Global seed for Python, NumPy and torch", ge=0)
+    device: str = Field("auto", description="auto, cpu, cuda, cuda:N or mps")
+    deterministic: bool = Field(False, description="Use deterministic algorithms (bit-exact resume on CPU)")
+    threads: Optional[int] = Field(None, description="torch intra-op threads (default: torch's choice)", ge=1)
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, value: str) -> str:
+        if not DEVICE_PATTERN.match(value):
+            raise ValueError("must be auto, cpu, cuda, cuda:N or mps")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if "/" in value or "\\" in value or value in {".", ".."}:
+            raise ValueError("must be a plain name without path separators")
+        return value
+
+
+class LoopSection(Section):
+    """How long to train and how often to log and validate."""
+
+    epochs: int = Field(10, description="Number of epochs to train", gt=0)
+    max_steps: Optional[int] = Field(None, description="Stop after this many optimisation steps", gt=0)
+    log_every_steps: int = Field(50, description="Write a metrics record every N steps", gt=0)
+    val_every_epochs: Optional[int] = Field(1, description="Validate every N epochs (null: never)", gt=0)
+    val_every_steps: Optional[int] = Field(None, description="Also validate every N steps", gt=0)
+
+
+class CheckpointSection(Section):
+    """When checkpoints are written and how many are kept."""
+
+    every_epochs: Optional[int] = Field(1, description="Save every N epochs (null: never)", gt=0)
+    every_steps: Optional[int] = Field(None, description="Also save every N steps (mid-epoch)", gt=0)
+    keep_last: int = Field(3, description="How many periodic checkpoints to keep", ge=1)
+    save_last: bool = Field(True, description="Always save when training ends")
+    best_metric: Optional[str] = Field(None, description="Validation metric that selects best.pt (e.g. val/psnr)")
+    best_mode: str = Field("min", description="min or max: which way best_metric improves", pattern="^(min|max)$")
+
+
+class CoreConfig(Section):
+    """The sections every run has."""
+
+    trainer: Optional[str] = Field(None, description="Name of a registered trainer")
+    run: RunSection = Field(default_factory=RunSection)
+    loop: LoopSection = Field(default_factory=LoopSection)
+    checkpoint: CheckpointSection = Field(default_factory=CheckpointSection)
+    visualizers: dict[str, dict[str, Any]] = Field(
+        default_factory=lambda: {"console": {}}, validate_default=True,
+        description="Visualizers enabled for this run, name -> options",
+    )
+    callbacks: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Callbacks enabled for this run, name -> options"
+    )
+
+    @field_validator("visualizers", "callbacks", mode="before")
+    @classmethod
+    def _list_to_dict(cls, value: Any) -> Any:
+        return names_to_dict(value)
+
+    @field_validator("visualizers", "callbacks")
+    @classmethod
+    def _check_parts(cls, value: dict[str, dict[str, Any]], info: ValidationInfo) -> dict[str, dict[str, Any]]:
+        registry = registry_from(info)
+        if registry is None:
+            return value
+        kind = "visualizer" if info.field_name == "visualizers" else "callback"
+        return {name: validate_options(registry, kind, name, opts or {}, info) for name, opts in value.items()}
+
+    def section(self, name: str) -> Any:
+        """A plugin's or trainer's section by name."""
+        try:
+            return getattr(self, name)
+        except AttributeError:
+            raise ConfigError(f"config has no section '{name}'") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved config as plain JSON-ready data (what run directories store)."""
+        return self.model_dump(mode="json")
+
+
+def names_to_dict(value: Any) -> Any:
+    """Accept ``[a, b]`` or ``[{name: a, ...}]`` for name -> options mappings."""
+    if isinstance(value, (list, tuple)):
+        result: dict[str, Any] = {}
+        for item in value:
+            if isinstance(item, str):
+                result[item] = {}
+            elif isinstance(item, Mapping) and isinstance(item.get("name"), str):
+                result[item["name"]] = {k: v for k, v in item.items() if k != "name"}
+            else:
+                raise ValueError("list items must be names or mappings with a 'name' key")
+        return result
+    if value is None:
+        return {}
+    return value
+
+
+def registry_from(info: ValidationInfo) -> Registry | None:
+    context = info.context or {}
+    return context.get("registry")
+
+
+def validate_options(
+    registry: Registry, kind: str, name: str, options: Mapping[str, Any], info: ValidationInfo | None = None
+) -> dict[str, Any]:
+    """Check ``name`` exists and validate ``options`` against its options model.
+
+    Raises ValueError (which pydantic reports at the key path) with the
+    nested key that is wrong.
+    """
+    try:
+        component = registry.get(kind, name)
+    except PluginError as exc:
+        raise ValueError(str(exc)) from None
+    model = component.options
+    if model is None:
+        if options:
+            raise ValueError(f"{kind} '{name}' takes no options (got {', '.join(map(str, options))})")
+        return {}
+    try:
+        validated = model.model_validate(dict(options), context=info.context if info else None)
+    except ValidationError as exc:
+        raise ValueError(f"{kind} '{name}': " + "; ".join(describe_errors(exc, model))) from None
+    return validated.model_dump(mode="json")
+
+
+class ComponentChoice(BaseModel):
+    """A named part plus its options, e.g. ``{name: unet_256, norm: instance}``.
+
+    Subclass with ``kind`` set (see :func:`choice_of`); the options are checked
+    against the part's registered options model and filled with its defaults.
+    """
+
+    model_config = ConfigDict(extra="allow")
+    kind: ClassVar[str] = ""
+    name: str
+
+    @model_validator(mode="after")
+    def _check_options(self, info: ValidationInfo) -> "ComponentChoice":
+        registry = registry_from(info)
+        if registry is not None and self.kind:
+            options = validate_options(registry, self.kind, self.name, self.model_extra or {}, info)
+            self.__pydantic_extra__ = options
+        return self
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+def choice_of(kind: str) -> type[ComponentChoice]:
+    """A :class:`ComponentChoice` subclass for parts of ``kind`` (model, loss, dataset, ...)."""
+    return type(f"{kind.title().replace('_', '')}Choice", (ComponentChoice,), {"kind": kind, "__module__": __name__})
+
+
+# -- building the model ------------------------------------------------------
+def build_config_model(registry: Registry | None, trainer: str | None) -> type[CoreConfig]:
+    """The config model for a run with ``trainer``: core + trainer + plugin sections."""
+    fields: dict[str, Any] = {}
+    owners: dict[str, str] = {name: "nectargan-core" for name in CoreConfig.model_fields}
+    if registry is not None:
+        for component in registry.all("config_section"):
+            _add_section(fields, owners, component.name, component.load(), component.provided_by)
+        if trainer is not None:
+            component = registry.get("trainer", trainer, key="trainer")
+            options = component.options
+            if options is not None:
+                for name, info in options.model_fields.items():
+                    _add_section(fields, owners, name, (info.annotation, info), component.provided_by)
+    return create_model("NectarGANConfig", __base__=CoreConfig, **fields)
+
+
+def _add_section(fields: dict[str, Any], owners: dict[str, str], name: str, spec: Any, owner: str) -> None:
+    if name in owners:
+        raise PluginError(f"config section '{name}' is claimed by both {owners[name]} and {owner}")
+    owners[name] = owner
+    if isinstance(spec, tuple):
+        fields[name] = spec
+    else:
+        fields[name] = (spec, Field(default_factory=spec, description=(spec.__doc__ or "").strip().split("\n")[0]))
+
+
+def validate_config(
+    data: Mapping[str, Any], registry: Registry | None, *, source: str = "config"
+) -> CoreConfig:
+    """Validate raw config data; raise :class:`ConfigError` naming every bad key."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: the top level must be a mapping of sections, got {type(data).__name__}")
+    trainer = data.get("trainer")
+    if trainer is not None and not isinstance(trainer, str):
+        raise ConfigError(f"{source}: trainer: must be a trainer name (got {trainer!r})")
+    try:
+        model = build_config_model(registry, trainer)
+    except PluginError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    try:
+        return model.model_validate(dict(data), context={"registry": registry})
+    except ValidationError as exc:
+        raise ConfigError("\n".join(f"{source}: {line}" for line in describe_errors(exc, model))) from None
+
+
+def describe_errors(exc: ValidationError, model: type[BaseModel]) -> list[str]:
+    """One line per validation error: ``key.path: problem (got value)``."""
+    lines = []
+    for error in exc.errors(include_url=False):
+        loc = [str(part) for part in error["loc"]]
+        path = ".".join(loc) or "(top level)"
+        message = error["msg"]
+        if message.startswith("Value error, "):
+            message = message[len("Value error, "):]
+        if error["type"] == "extra_forbidden":
+            allowed = allowed_keys(model, loc[:-1])
+            close = difflib.get_close_matches(loc[-1], allowed, n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            message = f"unknown key; {hint}allowed keys: {', '.join(allowed)}"
+        elif error["type"] == "missing":
+            message = "this key is required"
+        elif "input" in error and error["type"] not in {"value_error", "assertion_error"}:
+            shown = repr(error["input"])
+            message = f"{message} (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
+        lines.append(f"{path}: {message}")
+    return lines
+
+
+def allowed_keys(model: type[BaseModel], loc: list[str]) -> list[str]:
+    """The field names of the sub-model at ``loc`` (best effort, for error hints)."""
+    current: Any = model
+    for part in loc:
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return []
+        current = fields[part].annotation
+        for arg in getattr(current, "__args__", ()) or ():  # Optional[Model]
+            if isinstance(arg, type) and issubclass(arg, BaseModel):
+                current = arg
+    fields = getattr(current, "model_fields", None) or {}
+    return sorted(fields)
+
+
+# -- files and overrides -----------------------------------------------------
+def load_file(path: str | Path) -> dict[str, Any]:
+    """Read a YAML, TOML or JSON config file into a dict; errors name the file and line."""
+    path = Path(path)
+    if path.suffix.lower() not in CONFIG_SUFFIXES:
+        raise ConfigError(f"{path}: unsupported config format '{path.suffix}'; use .yaml, .yml, .toml or .json")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc}") from None
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".json":
+            data = json.loads(text) if text.strip() else {}
+        elif suffix == ".toml":
+            import tomllib
+
+            data = tomllib.loads(text)
+        else:
+            data = yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{where}: invalid YAML: {problem}") from None
+    except ValueError as exc:  # tomllib.TOMLDecodeError
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections, got {type(data).__name__}")
+    return data
+
+
+KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_+\-]*(\.[A-Za-z_][A-Za-z0-9_+\-]*)*$")
+
+
+def parse_override_value(raw: str) -> Any:
+    """The value of ``--set key=value``.
+
+    Scalars stay strings and are converted by the config model (so ``007`` is a
+    valid run name and ``1e-4`` a valid float); ``null``, ``[...]`` and
+    ``{...}`` are parsed as YAML.
+    """
+    stripped = raw.strip()
+    if stripped in {"null", "~", "None"}:
+        return None
+    if stripped[:1] in "[{":
+        try:
+            return yaml.safe_load(stripped)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--set value {raw!r} is not valid YAML: {exc}") from None
+    return raw
+
+
+def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
+    """Apply ``a.b.c=value`` overrides to a nested dict (returns a new dict)."""
+    result = json.loads(json.dumps(data, default=str))
+    for override in overrides:
+        key, sep, raw = override.partition("=")
+        key = key.strip()
+        if not sep or not KEY_PATTERN.match(key):
+            raise ConfigError(f"--set {override!r}: expected key.path=value, e.g. --set loop.epochs=5")
+        parts = key.split(".")
+        node = result
+        for i, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if isinstance(child, list) and part in {"visualizers", "callbacks"}:
+                child = names_to_dict(child)
+                node[part] = child
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise ConfigError(
+                    f"--set {override!r}: '{'.'.join(parts[: i + 1])}' is a value, not a section"
+                )
+            node = child
+        node[parts[-1]] = parse_override_value(raw)
+    return result
+
+
+def load_config(
+    source: str | Path | Mapping[str, Any] | None = None,
+    overrides: Iterable[str] = (),
+    registry: Registry | None = None,
+) -> CoreConfig:
+    """Load, override and validate a config from a file path, a dict, or nothing (defaults)."""
+    if isinstance(source, BaseModel):
+        data = source.model_dump(mode="json")
+        label = "config"
+    elif isinstance(source, Mapping):
+        data = dict(source)
+        label = "config"
+    elif source is None:
+        data = {}
+        label = "defaults"
+    else:
+        data = load_file(source)
+        label = str(source)
+    data = apply_overrides(data, overrides)
+    return validate_config(data, registry, source=label)
+
+
+def dump_yaml(data: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(dict(data), sort_keys=False, default_flow_style=False)
+
+
+def starter_yaml(model: type[BaseModel]) -> str:
+    """A commented YAML file listing every key with its default and description."""
+    lines = ["# NectarGAN run config. Every key is optional; shown values are the defaults.",
+             "# Validate with: nectargan config validate FILE", ""]
+    defaults = model().model_dump(mode="json") if _constructible(model) else {}
+    _emit(model, defaults, lines, indent=0)
+    return "\n".join(lines) + "\n"
+
+
+def _constructible(model: type[BaseModel]) -> bool:
+    try:
+        model()
+        return True
+    except ValidationError:
+        return False
+
+
+def _emit(model: type[BaseModel], values: Mapping[str, Any], lines: list[str], indent: int) -> None:
+    pad = "  " * indent
+    for name, info in model.model_fields.items():
+        value = values.get(name)
+        sub = _submodel(info.annotation)
+        comment = f"  # {info.description}" if info.description else ""
+        if sub is not None and isinstance(value, dict):
+            doc = info.description or (sub.__doc__ or "").strip().split("\n")[0]
+            lines.append(f"{pad}{name}:" + (f"  # {doc}" if doc else ""))
+            _emit(sub, value, lines, indent + 1)
+        else:
+            rendered = yaml.safe_dump(value, default_flow_style=True).strip()
+            if rendered.endswith("\n..."):
+                rendered = rendered[: -len("\n...")]
+            rendered = rendered.removesuffix("...").strip()
+            lines.append(f"{pad}{name}: {rendered}{comment}")
+
+
+def _submodel(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel) and not issubclass(annotation, ComponentChoice):
+        return annotation
+    return None

@@ -1,0 +1,235 @@
+"""The hook specifications: the whole contract between the core and its plugins.
+
+There are two families, kept on separate plugin managers on purpose:
+
+* **Registration hooks** are called once, when plugins are loaded, on the
+  plugin *modules* named by ``nectargan`` entry points. They add named parts
+  (models, losses, trainers, ...) to the registry. They must stay cheap and
+  must not import torch, so that ``nectargan --help`` and
+  ``nectargan plugins list`` stay fast.
+* **Run hooks** are called by the engine during one training run, and only on
+  the objects enabled for that run: the trainer, the visualizers and callbacks
+  named in the config, and plugin objects passed through the Python API.
+  Installing a plugin never makes its run hooks fire in runs that do not use it.
+
+pluggy calls every hook with keyword arguments; an implementation may accept
+any subset of the arguments listed in its spec, in any order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Mapping, MutableMapping
+
+import pluggy
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import click
+
+    from .trainer import Trainer
+
+PROJECT_NAME = "nectargan"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+#: The ``register`` callable that every ``register_*`` hook receives.
+#: Call it as ``register(name, obj, *, options=None, description=None, **meta)``.
+Register = Callable[..., None]
+
+
+class RegistrationSpecs:
+    """Hooks called once per process, when plugins load."""
+
+    @hookspec
+    def register_models(self, register: Register) -> None:
+        """Register generator and discriminator networks.
+
+        Call ``register(name, factory, options=OptionsModel, role="generator"|"discriminator",
+        description=...)`` once per model. ``factory(**options)`` must return a
+        ``torch.nn.Module``; it may be given as a ``"module:attribute"`` string so
+        that torch is imported only when the model is built.
+        """
+
+    @hookspec
+    def register_losses(self, register: Register) -> None:
+        """Register loss functions by name.
+
+        ``register(name, factory, options=OptionsModel, description=...)``;
+        ``factory(**options)`` returns a callable ``loss(prediction, target)``.
+        """
+
+    @hookspec
+    def register_loss_specs(self, register: Register) -> None:
+        """Register loss subspecs: named, weighted sets of loss terms.
+
+        ``register(name, spec, description=...)`` where ``spec`` is the
+        loss plugin's spec object (or a ``"module:attribute"`` string).
+        """
+
+    @hookspec
+    def register_trainers(self, register: Register) -> None:
+        """Register trainers: subclasses of :class:`nectargan_core.Trainer`.
+
+        ``register(name, TrainerClass, options=ConfigSections, description=...)``.
+        ``options`` is a pydantic model whose fields become top-level config
+        sections when this trainer is selected (for example ``data``, ``models``).
+        """
+
+    @hookspec
+    def register_datasets(self, register: Register) -> None:
+        """Register datasets: ``register(name, factory, options=OptionsModel, description=...)``."""
+
+    @hookspec
+    def register_visualizers(self, register: Register) -> None:
+        """Register visualizers: classes whose instances implement run hooks.
+
+        ``register(name, VisualizerClass, options=OptionsModel, description=...)``.
+        A visualizer is built once per run as ``VisualizerClass(**options)`` and
+        only when the run's config lists it under ``visualizers``.
+        """
+
+    @hookspec
+    def register_callbacks(self, register: Register) -> None:
+        """Register callbacks: like visualizers, enabled per run under ``callbacks``.
+
+        ``register(name, CallbackClass, options=OptionsModel, description=...)``.
+        """
+
+    @hookspec
+    def register_config_sections(self, register: Register) -> None:
+        """Register top-level config sections owned by a plugin.
+
+        ``register(name, SectionModel, description=...)`` where ``SectionModel``
+        is a pydantic model with defaults for every field. The section is
+        validated in every run config and read with ``config.section(name)``.
+        """
+
+    @hookspec
+    def register_commands(self, cli: "click.Group") -> None:
+        """Add click commands to the ``nectargan`` command line: ``cli.add_command(cmd)``.
+
+        Keep imports of heavy libraries inside the command functions.
+        """
+
+
+class RunSpecs:
+    """Hooks called by the engine during a run, in this order::
+
+        on_train_start
+        for each epoch:
+            on_epoch_start
+            for each batch:
+                train_step                (firstresult: the trainer's step)
+                on_train_batch_end
+                on_log                    (every loop.log_every_steps steps)
+                on_save_checkpoint        (when a checkpoint is written)
+            on_validation_start, validate, on_validation_end   (when due)
+            on_epoch_end
+            on_save_checkpoint            (when due)
+        on_train_end
+        on_exception                      (instead of the rest, if anything raises)
+
+    ``on_load_checkpoint`` is called once, before ``on_train_start``, when a
+    run resumes. Implementations run in reverse order of registration
+    (callbacks, then visualizers, then the trainer, so the trainer runs first),
+    subject to pluggy's ``tryfirst``/``trylast``.
+    """
+
+    @hookspec
+    def on_train_start(self, trainer: "Trainer") -> None:
+        """Called once, after set-up and any resume, before the first epoch runs."""
+
+    @hookspec
+    def on_epoch_start(self, trainer: "Trainer", epoch: int) -> None:
+        """Called at the start of each epoch; ``epoch`` counts from 0."""
+
+    @hookspec(firstresult=True)
+    def train_step(
+        self, trainer: "Trainer", batch: Any, batch_idx: int
+    ) -> Mapping[str, Any] | None:
+        """Do one optimisation step on ``batch`` and return its loss values.
+
+        The active trainer implements this. The first non-None result wins, so a
+        plugin object passed for one run with ``@hookimpl(tryfirst=True)`` can
+        replace the trainer's step; a ``hookwrapper`` can time or wrap it.
+        Return a mapping ``{"G/gan": tensor, "D/real": tensor, ...}`` of
+        0-dim tensors (or floats); the engine averages them on the device and
+        reads them back once per logging interval, so do not call ``.item()``.
+        """
+
+    @hookspec
+    def on_train_batch_end(
+        self, trainer: "Trainer", outputs: Mapping[str, Any], batch: Any, batch_idx: int
+    ) -> None:
+        """Called after every training step with the step's outputs."""
+
+    @hookspec
+    def on_log(self, trainer: "Trainer", record: Mapping[str, Any]) -> None:
+        """Called every ``loop.log_every_steps`` steps with the record just written.
+
+        ``record`` holds ``kind`` (``"train"``), ``epoch``, ``step``,
+        ``epoch_progress`` (fractional epoch), ``losses`` (means over the
+        interval, plain floats), ``lr`` and ``time``.
+        """
+
+    @hookspec
+    def on_validation_start(self, trainer: "Trainer", epoch: int) -> None:
+        """Called before validation runs."""
+
+    @hookspec(firstresult=True)
+    def validate(self, trainer: "Trainer", epoch: int) -> Mapping[str, float] | None:
+        """Compute validation metrics; the trainer implements this.
+
+        Return a mapping of metric name to float, or None when the trainer has
+        no validation. Called every ``loop.val_every_epochs`` epochs.
+        """
+
+    @hookspec
+    def on_validation_end(
+        self, trainer: "Trainer", epoch: int, metrics: Mapping[str, float]
+    ) -> None:
+        """Called after validation with the metrics ``validate`` returned."""
+
+    @hookspec
+    def on_epoch_end(
+        self, trainer: "Trainer", epoch: int, metrics: Mapping[str, float]
+    ) -> None:
+        """Called at the end of each epoch with that epoch's mean losses (and any
+        validation metrics under ``val/``)."""
+
+    @hookspec
+    def on_save_checkpoint(
+        self, trainer: "Trainer", checkpoint: MutableMapping[str, Any]
+    ) -> None:
+        """Add plugin state to a checkpoint that is about to be written.
+
+        Store your state under your own key in ``checkpoint["plugins"]``, for
+        example ``checkpoint["plugins"]["my_timer"] = {"total": 1.5}``. Values
+        must be tensors, numbers, strings, lists, tuples or dicts of those:
+        checkpoints are loaded with ``torch.load(weights_only=True)``.
+        """
+
+    @hookspec
+    def on_load_checkpoint(
+        self, trainer: "Trainer", checkpoint: Mapping[str, Any]
+    ) -> None:
+        """Restore plugin state from ``checkpoint["plugins"]`` when a run resumes."""
+
+    @hookspec
+    def on_train_end(self, trainer: "Trainer") -> None:
+        """Called once when training finishes normally (all epochs or ``max_steps``)."""
+
+    @hookspec
+    def on_exception(self, trainer: "Trainer", exception: BaseException) -> None:
+        """Called when the run stops on an exception (including KeyboardInterrupt),
+        before it propagates. Use it to flush and close resources."""
+
+
+REGISTRATION_HOOKS = tuple(
+    name for name in vars(RegistrationSpecs) if name.startswith("register_")
+)
+RUN_HOOKS = tuple(
+    name
+    for name in vars(RunSpecs)
+    if not name.startswith("_") and callable(getattr(RunSpecs, name))
+)

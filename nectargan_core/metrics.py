@@ -1,0 +1,80 @@
+"""The metrics log: JSON lines, one record per logging interval and per validation.
+
+Every line is written whole and flushed, so other tools (plots, reports,
+visualizers in other processes) may read the file while a run writes it; a
+reader ignores a last line that is still incomplete.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from .atomic import atomic_write
+
+
+def _clean(value: Any) -> Any:
+    """JSON has no NaN/Inf: write them as strings so the file stays valid JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+class MetricsLog:
+    """Append-only writer for ``metrics.jsonl``."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        #: Records this run has written; checkpoints store it so a resume can
+        #: drop exactly the records written after the checkpoint.
+        self.records = 0
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        line = json.dumps(_clean(dict(record)), separators=(",", ":")) + "\n"
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+        self.records += 1
+
+    def truncate_to(self, count: int) -> int:
+        """Keep the first ``count`` complete records and drop the rest (atomic rewrite).
+
+        A resumed run calls this with the count saved in its checkpoint, so the
+        records a killed run wrote after that checkpoint disappear. Returns how
+        many were dropped.
+        """
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            data = b""
+        lines = data.split(b"\n")[:-1]  # complete lines only
+        dropped = max(0, len(lines) - count)
+        if dropped or not data.endswith(b"\n") and data:
+            kept = b"".join(line + b"\n" for line in lines[:count])
+            atomic_write(self.path, lambda handle: handle.write(kept))
+        self.records = min(count, len(lines))
+        return dropped
+
+
+def read_metrics(path: str | Path, kind: str | None = None) -> Iterator[dict[str, Any]]:
+    """Records from a metrics log, skipping an incomplete last line; optionally of one ``kind``."""
+    try:
+        handle = open(path, encoding="utf-8")
+    except FileNotFoundError:
+        return
+    with handle:
+        for line in handle:
+            if not line.endswith("\n"):
+                break  # being written right now
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if kind is None or record.get("kind") == kind:
+                yield record

@@ -1,0 +1,158 @@
+"""Run directories: ``<output_dir>/<name>/version_<N>/``.
+
+Each run directory holds::
+
+    config.yaml        the resolved config (architecture options travel with the run)
+    status.json        running | finished | failed | interrupted, with epoch and step
+    metrics.jsonl      one JSON record per logging interval and per validation
+    checkpoints/       epochNNNN-stepNNNNNNNN.pt (+ .json sidecars), best.pt
+    examples/          images written by the trainer
+
+Versions are compared as numbers, so version_10 comes after version_9.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from .atomic import atomic_write_text
+from .errors import RunDirError
+
+VERSION_PATTERN = re.compile(r"^version_(\d+)$")
+CHECKPOINT_PATTERN = re.compile(r"^epoch(\d+)-step(\d+)\.pt$")
+STATUSES = ("running", "finished", "failed", "interrupted")
+
+
+@dataclass(frozen=True)
+class RunDir:
+    path: Path
+
+    # -- layout ----------------------------------------------------------
+    @property
+    def config_file(self) -> Path:
+        return self.path / "config.yaml"
+
+    @property
+    def status_file(self) -> Path:
+        return self.path / "status.json"
+
+    @property
+    def metrics_file(self) -> Path:
+        return self.path / "metrics.jsonl"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def examples(self) -> Path:
+        return self.path / "examples"
+
+    @property
+    def best_checkpoint(self) -> Path:
+        return self.checkpoints / "best.pt"
+
+    @staticmethod
+    def checkpoint_name(epoch: int, step: int) -> str:
+        return f"epoch{epoch:04d}-step{step:08d}.pt"
+
+    # -- creating and opening --------------------------------------------
+    @classmethod
+    def create(cls, output_dir: str | Path, name: str) -> "RunDir":
+        """Make the next ``version_N`` folder (numbers, not strings, decide 'next')."""
+        parent = Path(output_dir) / name
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunDirError(f"run.output_dir: cannot create '{parent}': {exc.strerror}; choose a writable folder") from None
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise RunDirError(f"run.output_dir: '{parent}' is not writable; choose a writable folder")
+        for _ in range(1000):
+            version = next_version(parent)
+            path = parent / f"version_{version}"
+            try:
+                path.mkdir()
+            except FileExistsError:  # another process took it; try the next one
+                continue
+            except OSError as exc:
+                raise RunDirError(f"run.output_dir: cannot create '{path}': {exc.strerror}") from None
+            run = cls(path)
+            run.checkpoints.mkdir()
+            return run
+        raise RunDirError(f"{parent}: could not allocate a new version folder")  # pragma: no cover
+
+    @classmethod
+    def open(cls, path: str | Path) -> "RunDir":
+        """An existing run directory, or a one-line error saying what is wrong."""
+        path = Path(path)
+        if not path.is_dir():
+            raise RunDirError(f"{path}: run directory not found")
+        run = cls(path)
+        if not run.config_file.is_file():
+            raise RunDirError(f"{path}: not a NectarGAN run directory (no config.yaml)")
+        return run
+
+    # -- status ------------------------------------------------------------
+    def write_status(self, status: str, **fields: Any) -> None:
+        assert status in STATUSES, status
+        record = {"status": status, "updated": time.time(), "pid": os.getpid(), **fields}
+        atomic_write_text(self.status_file, json.dumps(record, indent=2) + "\n")
+
+    def read_status(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.status_file.read_text())
+        except (OSError, ValueError):
+            return {"status": "unknown"}
+
+    # -- checkpoints -------------------------------------------------------
+    def periodic_checkpoints(self) -> list[Path]:
+        """Periodic checkpoints, oldest first (by global step, then epoch)."""
+        found = []
+        if self.checkpoints.is_dir():
+            for entry in self.checkpoints.iterdir():
+                match = CHECKPOINT_PATTERN.match(entry.name)
+                if match:
+                    found.append(((int(match.group(2)), int(match.group(1))), entry))
+        return [p for _, p in sorted(found)]
+
+    def latest_checkpoint(self) -> Path | None:
+        checkpoints = self.periodic_checkpoints()
+        return checkpoints[-1] if checkpoints else None
+
+
+def next_version(parent: Path) -> int:
+    versions = [int(m.group(1)) for m in map(VERSION_PATTERN.match, os.listdir(parent)) if m]
+    return max(versions, default=-1) + 1
+
+
+def iter_runs(output_dir: str | Path) -> Iterator[RunDir]:
+    """Every run under ``output_dir`` (``name/version_N``), by name then version number."""
+    root = Path(output_dir)
+    if not root.is_dir():
+        return
+    for name_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        versions = [(int(m.group(1)), p) for p in name_dir.iterdir()
+                    if p.is_dir() and (m := VERSION_PATTERN.match(p.name))]
+        for _, path in sorted(versions):
+            if (path / "config.yaml").is_file():
+                yield RunDir(path)
+
+
+def latest_run(output_dir: str | Path, name: str | None = None) -> RunDir:
+    """The most recently updated run under ``output_dir`` (optionally of one name)."""
+    runs = [r for r in iter_runs(output_dir) if name is None or r.path.parent.name == name]
+    if not runs:
+        which = f" named '{name}'" if name else ""
+        raise RunDirError(f"no runs{which} found under '{output_dir}'; start one with 'nectargan train'")
+
+    def updated(run: RunDir) -> float:
+        status = run.read_status()
+        return float(status.get("updated") or run.path.stat().st_mtime)
+
+    return max(runs, key=updated)

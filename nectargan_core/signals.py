@@ -1,0 +1,38 @@
+"""Graceful stop on SIGINT/SIGTERM.
+
+The first signal asks the trainer to finish its current step, write a
+checkpoint and stop; a second SIGINT stops at once (checkpoint writes are
+atomic, so nothing already saved is damaged).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
+
+
+@contextmanager
+def graceful_stop(trainer: Any) -> Iterator[list[str]]:
+    """Within the block, SIGINT/SIGTERM call ``trainer.request_stop``; yields the signals seen."""
+    received: list[str] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if received:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            raise KeyboardInterrupt
+        received.append(name)
+        trainer.request_stop(name)
+        print(f"{name} received: stopping after the current step and saving a checkpoint "
+              "(press Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

@@ -1,0 +1,418 @@
+"""The base Trainer: owns the training loop and calls the run hooks.
+
+A trainer plugin subclasses :class:`Trainer`, builds its networks, optimizers
+and data in :meth:`Trainer.setup`, hands stateful objects to :meth:`track`
+(so checkpoints capture and restore them), and implements the ``train_step``
+hook (and usually ``validate``) as methods marked with ``@hookimpl``. The loop
+itself (epochs, batches, logging, validation and checkpoint cadence, resume,
+stopping) lives here, once, for every trainer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+import time
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
+
+import torch
+
+from .checkpoint import load_checkpoint, save_checkpoint
+from .device import rng_state, set_rng_state
+from .errors import CheckpointError, PluginError
+from .metrics import MetricsLog
+from .rundir import RunDir
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import ComponentChoice, CoreConfig
+    from .registry import Registry
+
+
+class Trainer:
+    """Base class for trainers. Subclasses implement ``setup`` and the ``train_step`` hook."""
+
+    #: The pydantic model of the trainer's own config sections (also given to ``register``).
+    options: ClassVar[Any] = None
+
+    def __init__(
+        self,
+        config: "CoreConfig",
+        run_dir: RunDir,
+        hook: Any,
+        device: torch.device,
+        name: str = "trainer",
+        registry: "Registry | None" = None,
+    ) -> None:
+        self.config = config
+        self.registry = registry
+        self.run_dir = run_dir
+        self.hook = hook
+        self.device = device
+        self.name = name
+        self.stateful: dict[str, Any] = {}
+        self.train_loader: Iterable[Any] | None = None
+        # Loop position. ``epochs_done`` epochs are complete; ``batch_in_epoch``
+        # batches of the current epoch are done (non-zero only mid-epoch).
+        self.epoch = 0
+        self.epochs_done = 0
+        self.global_step = 0
+        self.batch_in_epoch = 0
+        self.best_value: float | None = None
+        self.stop_reason: str | None = None
+        self.metrics_log = MetricsLog(run_dir.metrics_file)
+        self.last_checkpoint: Any = None
+        self._interval: dict[str, torch.Tensor] = {}
+        self._interval_steps = 0
+        self._epoch_sums: dict[str, float] = {}
+        self._epoch_steps = 0
+        self._started = False
+        self._finished = False
+        self._saved_at: tuple[int, int] | None = None
+        self._start_time = time.time()
+        self._warned_best = False
+
+    # -- for subclasses --------------------------------------------------
+    def setup(self) -> None:
+        """Build networks, optimizers and data; called once before any resume."""
+
+    def train_dataloader(self) -> Iterable[Any]:
+        """The iterable of training batches (a DataLoader, usually)."""
+        raise PluginError(f"trainer '{self.name}' does not define train_dataloader()")
+
+    def build(self, kind: str, choice: "ComponentChoice | str", **overrides: Any) -> Any:
+        """Build a registered part from a config choice (name + options) or a bare name.
+
+        ``overrides`` are passed to the factory on top of the configured options
+        (for values the trainer knows, such as the number of image channels).
+        """
+        if self.registry is None:
+            raise PluginError(f"trainer '{self.name}' has no registry to build a {kind} from")
+        name = choice if isinstance(choice, str) else choice.name
+        options = {} if isinstance(choice, str) else choice.options
+        factory = self.registry.get(kind, name).load()
+        return factory(**{**options, **overrides})
+
+    def track(self, name: str, obj: Any) -> Any:
+        """Include ``obj`` (anything with state_dict/load_state_dict) in checkpoints."""
+        if not (hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict")):
+            raise TypeError(f"track({name!r}): {type(obj).__name__} has no state_dict/load_state_dict")
+        self.stateful[name] = obj
+        return obj
+
+    def state_dict(self) -> dict[str, Any]:
+        return {name: obj.state_dict() for name, obj in self.stateful.items()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        missing = [name for name in self.stateful if name not in state]
+        if missing:
+            raise CheckpointError(
+                f"checkpoint has no state for {', '.join(missing)}; it was written by a different trainer or config"
+            )
+        for name, obj in self.stateful.items():
+            obj.load_state_dict(state[name])
+
+    def learning_rates(self) -> dict[str, float]:
+        """Current learning rate of each tracked optimizer (first param group)."""
+        return {
+            name: float(obj.param_groups[0]["lr"])
+            for name, obj in self.stateful.items()
+            if isinstance(obj, torch.optim.Optimizer)
+        }
+
+    # -- the loop --------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        loop = self.config.loop
+        if self.stop_reason is not None:
+            return True
+        if loop.max_steps is not None and self.global_step >= loop.max_steps:
+            return True
+        return self.epochs_done >= loop.epochs
+
+    def prepare(self) -> None:
+        """Set up the trainer and its data (idempotent)."""
+        if self.train_loader is None:
+            self.setup()
+            self.train_loader = self.train_dataloader()
+            if not self.hook.train_step.get_hookimpls():
+                raise PluginError(f"trainer '{self.name}' does not implement the train_step hook")
+
+    def fit(self) -> "Trainer":
+        """Train until ``loop.epochs`` or ``loop.max_steps`` or a stop request."""
+        self._guarded(self._fit)
+        return self
+
+    def fit_epoch(self) -> "Trainer":
+        """Train one epoch (or what is left of the current one), then return."""
+        self._guarded(self._fit_one)
+        return self
+
+    def request_stop(self, reason: str = "stop requested") -> None:
+        """Finish the current step, save a checkpoint and stop (signal handlers call this)."""
+        self.stop_reason = reason
+
+    def _guarded(self, body: Any) -> None:
+        try:
+            body()
+        except BaseException as exc:
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            try:
+                self.run_dir.write_status(
+                    "interrupted" if interrupted else "failed",
+                    epoch=self.epochs_done, step=self.global_step,
+                    error=None if interrupted else f"{type(exc).__name__}: {exc}",
+                )
+            finally:
+                self.hook.on_exception(trainer=self, exception=exc)
+            raise
+
+    def _fit(self) -> None:
+        self._begin()
+        while not self.finished:
+            self._run_epoch()
+        self._end()
+
+    def _fit_one(self) -> None:
+        self._begin()
+        if not self.finished:
+            self._run_epoch()
+        if self.finished:
+            self._end()
+
+    def _begin(self) -> None:
+        if self._started:
+            return
+        self.prepare()
+        self._started = True
+        self._start_time = time.time()
+        self.run_dir.write_status("running", epoch=self.epochs_done, step=self.global_step)
+        self.hook.on_train_start(trainer=self)
+
+    def _end(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        if self.config.checkpoint.save_last or self.stop_reason is not None:
+            self.save_checkpoint()
+        status = "interrupted" if self.stop_reason is not None else "finished"
+        self.run_dir.write_status(
+            status, epoch=self.epochs_done, step=self.global_step, reason=self.stop_reason,
+            checkpoint=str(self.last_checkpoint) if self.last_checkpoint else None,
+        )
+        self.hook.on_train_end(trainer=self)
+
+    def _epoch_loader(self, epoch: int) -> Iterable[Any]:
+        loader = self.train_loader
+        assert loader is not None
+        sampler = getattr(loader, "sampler", None)
+        if sampler is not None and hasattr(sampler, "set_epoch"):
+            sampler.set_epoch(epoch)
+        if self.batch_in_epoch:
+            batch_size = getattr(loader, "batch_size", None)
+            if batch_size and hasattr(sampler, "skip"):
+                sampler.skip(self.batch_in_epoch * batch_size)
+                return loader
+            return itertools.islice(loader, self.batch_in_epoch, None)
+        return loader
+
+    def num_batches(self) -> int | None:
+        try:
+            return len(self.train_loader)  # type: ignore[arg-type]
+        except TypeError:
+            return None
+
+    def _run_epoch(self) -> None:
+        loop = self.config.loop
+        epoch = self.epoch = self.epochs_done
+        if self.batch_in_epoch == 0:
+            self._epoch_sums, self._epoch_steps = {}, 0
+            self.hook.on_epoch_start(trainer=self, epoch=epoch)
+        completed = True
+        for batch in self._epoch_loader(epoch):
+            batch_idx = self.batch_in_epoch
+            outputs = self.hook.train_step(trainer=self, batch=batch, batch_idx=batch_idx)
+            if outputs is None:
+                raise PluginError(f"train_step of trainer '{self.name}' returned None; return a mapping of losses")
+            self.global_step += 1
+            self.batch_in_epoch += 1
+            self._accumulate(outputs)
+            self.hook.on_train_batch_end(trainer=self, outputs=outputs, batch=batch, batch_idx=batch_idx)
+            if self.global_step % loop.log_every_steps == 0:
+                self._log_interval()
+            if loop.val_every_steps and self.global_step % loop.val_every_steps == 0:
+                self._validate()
+            every = self.config.checkpoint.every_steps
+            if every and self.global_step % every == 0:
+                self.save_checkpoint()
+            if self.stop_reason is not None or (
+                loop.max_steps is not None and self.global_step >= loop.max_steps
+            ):
+                total = self.num_batches()
+                completed = total is not None and self.batch_in_epoch >= total
+                break
+        if not completed:
+            return
+        if self.batch_in_epoch == 0:
+            raise PluginError(f"trainer '{self.name}': the training data is empty; check the dataset")
+        self._log_interval()
+        metrics = {k: v / max(self._epoch_steps, 1) for k, v in self._epoch_sums.items()}
+        self.epochs_done += 1
+        self.batch_in_epoch = 0
+        if loop.val_every_epochs and self.epochs_done % loop.val_every_epochs == 0:
+            val = self._validate()
+            metrics.update({f"val/{k}" if not k.startswith("val/") else k: v for k, v in val.items()})
+        self.metrics_log.append({
+            "kind": "epoch", "epoch": epoch, "step": self.global_step,
+            "losses": metrics, "lr": self.learning_rates(), "time": time.time(),
+            "elapsed": time.time() - self._start_time,
+        })
+        self.hook.on_epoch_end(trainer=self, epoch=epoch, metrics=metrics)
+        every = self.config.checkpoint.every_epochs
+        if every and self.epochs_done % every == 0:
+            self.save_checkpoint()
+
+    def _accumulate(self, outputs: Mapping[str, Any]) -> None:
+        """Sum losses on their device; nothing is read back until the logging interval."""
+        for key, value in outputs.items():
+            if isinstance(value, torch.Tensor):
+                value = value.detach()
+                if value.dim():
+                    value = value.mean()
+                value = value.float()
+            elif not isinstance(value, (int, float)):
+                continue
+            current = self._interval.get(key)
+            self._interval[key] = value if current is None else current + value
+        self._interval_steps += 1
+
+    def _log_interval(self) -> None:
+        if not self._interval_steps:
+            return
+        keys = list(self._interval)
+        values = [self._interval[k] for k in keys]
+        tensors = [v for v in values if isinstance(v, torch.Tensor)]
+        host = iter(torch.stack([t.to("cpu", torch.float64) for t in tensors]).tolist()) if tensors else iter(())
+        sums = {k: (next(host) if isinstance(v, torch.Tensor) else float(v)) for k, v in zip(keys, values)}
+        steps = self._interval_steps
+        losses = {k: s / steps for k, s in sums.items()}
+        for key, total in sums.items():
+            self._epoch_sums[key] = self._epoch_sums.get(key, 0.0) + total
+        self._epoch_steps += steps
+        self._interval, self._interval_steps = {}, 0
+        total = self.num_batches()
+        progress = self.epoch + (self.batch_in_epoch / total if total else 0.0)
+        record = {
+            "kind": "train", "epoch": self.epoch, "step": self.global_step,
+            "epoch_progress": progress, "steps": steps, "losses": losses,
+            "lr": self.learning_rates(), "time": time.time(),
+            "elapsed": time.time() - self._start_time,
+        }
+        self.metrics_log.append(record)
+        self.hook.on_log(trainer=self, record=record)
+
+    def _validate(self) -> dict[str, float]:
+        if not self.hook.validate.get_hookimpls():
+            return {}
+        epoch = self.epoch
+        self.hook.on_validation_start(trainer=self, epoch=epoch)
+        metrics = dict(self.hook.validate(trainer=self, epoch=epoch) or {})
+        metrics = {k: float(v) for k, v in metrics.items()}
+        self.metrics_log.append({
+            "kind": "val", "epoch": epoch, "step": self.global_step,
+            "metrics": metrics, "time": time.time(),
+        })
+        self.hook.on_validation_end(trainer=self, epoch=epoch, metrics=metrics)
+        self._update_best(metrics)
+        return metrics
+
+    def _update_best(self, metrics: Mapping[str, float]) -> None:
+        key = self.config.checkpoint.best_metric
+        if not key:
+            return
+        value = metrics.get(key, metrics.get(key.removeprefix("val/")))
+        if value is None:
+            if not self._warned_best:
+                self._warned_best = True
+                print(f"warning: checkpoint.best_metric '{key}' is not among the validation metrics "
+                      f"({', '.join(sorted(metrics)) or 'none'}); best.pt is not written", file=sys.stderr)
+            return
+        if math.isnan(value):
+            return
+        better = (
+            self.best_value is None
+            or (value < self.best_value if self.config.checkpoint.best_mode == "min" else value > self.best_value)
+        )
+        if better:
+            self.best_value = value
+            self.save_checkpoint(self.run_dir.best_checkpoint)
+
+    # -- checkpoints -----------------------------------------------------
+    def checkpoint_payload(self) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "trainer": self.name,
+            "epoch": self.epochs_done,
+            "global_step": self.global_step,
+            "batch_in_epoch": self.batch_in_epoch,
+            "config": self.config.to_dict(),
+            "state": self.state_dict(),
+            "rng": rng_state(),
+            "loop": {
+                "interval": {k: v.detach().cpu() if isinstance(v, torch.Tensor) else float(v)
+                             for k, v in self._interval.items()},
+                "interval_steps": self._interval_steps,
+                "epoch_sums": dict(self._epoch_sums),
+                "epoch_steps": self._epoch_steps,
+                "best_value": self.best_value,
+                "metrics_records": self.metrics_log.records,
+            },
+            "plugins": {},
+            "saved_at": time.time(),
+        }
+        self.hook.on_save_checkpoint(trainer=self, checkpoint=payload)
+        return payload
+
+    def save_checkpoint(self, path: Any = None) -> Any:
+        """Write a checkpoint (periodic name by default) and prune old periodic ones."""
+        periodic = path is None
+        if periodic:
+            if self._saved_at == (self.epochs_done, self.global_step):
+                return self.last_checkpoint
+            path = self.run_dir.checkpoints / RunDir.checkpoint_name(self.epochs_done, self.global_step)
+        written = save_checkpoint(self.checkpoint_payload(), path)
+        if periodic:
+            self._saved_at = (self.epochs_done, self.global_step)
+            self.last_checkpoint = written
+            self._prune()
+        return written
+
+    def _prune(self) -> None:
+        keep = self.config.checkpoint.keep_last
+        for old in self.run_dir.periodic_checkpoints()[:-keep]:
+            old.unlink(missing_ok=True)
+            old.with_name(old.name + ".json").unlink(missing_ok=True)
+
+    def load_checkpoint(self, source: Any) -> dict[str, Any]:
+        """Restore the whole state from a checkpoint path (or a loaded checkpoint dict)."""
+        self.prepare()
+        checkpoint = source if isinstance(source, Mapping) else load_checkpoint(source)
+        if checkpoint.get("trainer") != self.name:
+            raise CheckpointError(
+                f"checkpoint was written by trainer '{checkpoint.get('trainer')}', not '{self.name}'"
+            )
+        self.load_state_dict(checkpoint["state"])
+        self.epochs_done = self.epoch = int(checkpoint["epoch"])
+        self.global_step = int(checkpoint["global_step"])
+        self.batch_in_epoch = int(checkpoint.get("batch_in_epoch", 0))
+        loop = checkpoint.get("loop", {})
+        self._interval = {k: (v.to(self.device) if isinstance(v, torch.Tensor) else v)
+                          for k, v in loop.get("interval", {}).items()}
+        self._interval_steps = int(loop.get("interval_steps", 0))
+        self._epoch_sums = dict(loop.get("epoch_sums", {}))
+        self._epoch_steps = int(loop.get("epoch_steps", 0))
+        self.best_value = loop.get("best_value")
+        set_rng_state(checkpoint["rng"])
+        self._saved_at = (self.epochs_done, self.global_step)
+        self.metrics_log.truncate_to(int(loop.get("metrics_records", 0)))
+        self.hook.on_load_checkpoint(trainer=self, checkpoint=checkpoint)
+        return checkpoint

@@ -1,0 +1,1 @@
+"""A small but real plugin used by nectargan-core's tests."""

@@ -1,0 +1,45 @@
+"""Config models of the toy plugin (no torch here, so loading the plugin stays cheap)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pydantic import BaseModel, Field
+
+from nectargan_core.config import Section, choice_of
+
+ModelChoice = choice_of("model")
+LossChoice = choice_of("loss")
+
+
+class ToySection(Section):
+    """The toy trainer's data and optimisation settings."""
+
+    samples: int = Field(16, description="Training samples", ge=0)
+    val_samples: int = Field(4, description="Validation samples", ge=0)
+    batch_size: int = Field(4, description="Batch size", ge=1)
+    lr: float = Field(0.05, description="SGD learning rate", gt=0)
+    step_sleep: float = Field(0.0, description="Seconds to sleep in each step (for signal tests)", ge=0)
+    fail_at_step: Optional[int] = Field(None, description="Raise RuntimeError at this global step")
+    model: ModelChoice = Field(default_factory=lambda: ModelChoice(name="toy_linear"))
+    loss: LossChoice = Field(default_factory=lambda: LossChoice(name="toy_mse"))
+
+
+class ToyTrainerOptions(BaseModel):
+    """Sections the toy trainer adds to the config."""
+
+    toy: ToySection = Field(default_factory=ToySection, description="Toy trainer settings")
+
+
+class LinearOptions(Section):
+    features: int = Field(3, ge=1, description="Input features")
+
+
+class RecorderOptions(Section):
+    path: str = Field(..., description="JSON-lines file that receives one line per hook call")
+
+
+class ExtraSection(Section):
+    """A section owned by the toy plugin, present in every config."""
+
+    greeting: str = Field("hello", description="What the toy-hello command says")

@@ -1,0 +1,56 @@
+"""The toy trainer: fits y = x @ w with SGD. Small, deterministic, fast."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from nectargan_core import ResumableSampler, Trainer, hookimpl
+
+
+def build_linear(features: int = 3) -> torch.nn.Module:
+    return torch.nn.Linear(features, 1)
+
+
+class ToyTrainer(Trainer):
+    def setup(self) -> None:
+        cfg = self.config.toy
+        features = cfg.model.options.get("features", 3)
+        generator = torch.Generator().manual_seed(1234)
+        weights = torch.arange(1, features + 1, dtype=torch.float32).unsqueeze(1)
+        self.x = torch.randn(cfg.samples, features, generator=generator)
+        self.y = self.x @ weights
+        self.val_x = torch.randn(cfg.val_samples, features, generator=generator)
+        self.val_y = self.val_x @ weights
+        self.model = self.track("model", self.build("model", cfg.model).to(self.device))
+        self.loss = self.build("loss", cfg.loss)
+        self.optimizer = self.track("optimizer", torch.optim.SGD(self.model.parameters(), lr=cfg.lr, momentum=0.9))
+
+    def train_dataloader(self):
+        cfg = self.config.toy
+        sampler = ResumableSampler(cfg.samples, shuffle=True, seed=self.config.run.seed)
+        return DataLoader(TensorDataset(self.x, self.y), batch_size=cfg.batch_size, sampler=sampler)
+
+    @hookimpl
+    def train_step(self, batch, batch_idx):
+        cfg = self.config.toy
+        if cfg.fail_at_step is not None and self.global_step + 1 == cfg.fail_at_step:
+            raise RuntimeError(f"toy failure at step {cfg.fail_at_step}")
+        if cfg.step_sleep:
+            time.sleep(cfg.step_sleep)
+        x, y = (t.to(self.device) for t in batch)
+        loss = self.loss(self.model(x), y)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        return {"loss": loss.detach(), "noise": torch.rand(())}
+
+    @hookimpl
+    def validate(self, epoch):
+        if not len(self.val_x):
+            return None
+        with torch.no_grad():
+            mse = self.loss(self.model(self.val_x.to(self.device)), self.val_y.to(self.device))
+        return {"mse": float(mse)}
