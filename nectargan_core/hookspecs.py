@@ -67,6 +67,14 @@ class RegistrationSpecs:
         """
 
     @hookspec
+    def register_schedules(self, register: Register) -> None:
+        """Register weight and learning-rate schedules by name.
+
+        ``register(name, factory, options=OptionsModel, description=...)``;
+        ``factory(**options)`` returns a schedule object (see nectargan-losses).
+        """
+
+    @hookspec
     def register_trainers(self, register: Register) -> None:
         """Register trainers: subclasses of :class:`nectargan_core.Trainer`.
 

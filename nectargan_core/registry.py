@@ -22,6 +22,7 @@ KINDS: dict[str, str] = {
     "model": "register_models",
     "loss": "register_losses",
     "loss_spec": "register_loss_specs",
+    "schedule": "register_schedules",
     "trainer": "register_trainers",
     "dataset": "register_datasets",
     "visualizer": "register_visualizers",
