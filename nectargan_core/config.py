@@ -199,9 +199,17 @@ class ComponentChoice(BaseModel):
         return dict(self.model_extra or {})
 
 
-def choice_of(kind: str) -> type[ComponentChoice]:
-    """A :class:`ComponentChoice` subclass for parts of ``kind`` (model, loss, dataset, ...)."""
-    return type(f"{kind.title().replace('_', '')}Choice", (ComponentChoice,), {"kind": kind, "__module__": __name__})
+def choice_of(kind: str, default: str | None = None) -> type[ComponentChoice]:
+    """A :class:`ComponentChoice` subclass for parts of ``kind`` (model, loss, dataset, ...).
+
+    With ``default``, the name may be left out, so ``--set models.generator.norm=instance``
+    changes one option of the default part.
+    """
+    name = f"{kind.title().replace('_', '')}Choice"
+    fields: dict[str, Any] = {} if default is None else {"name": (str, default)}
+    model = create_model(name, __base__=ComponentChoice, __module__=__name__, **fields)
+    model.kind = kind
+    return model
 
 
 # -- building the model ------------------------------------------------------

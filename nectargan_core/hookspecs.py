@@ -241,3 +241,17 @@ RUN_HOOKS = tuple(
     for name in vars(RunSpecs)
     if not name.startswith("_") and callable(getattr(RunSpecs, name))
 )
+
+
+def signature_of(name: str) -> str:
+    """The documented signature of hook ``name``, e.g. ``on_epoch_start(trainer: Trainer, epoch: int) -> None``."""
+    import inspect
+
+    spec = getattr(RegistrationSpecs, name, None) or getattr(RunSpecs, name)
+    sig = inspect.signature(spec)
+    def plain(annotation: object) -> str:
+        return str(annotation).replace("'", "").replace('"', "")
+
+    params = [p.replace(annotation=plain(p.annotation)) for p in sig.parameters.values() if p.name != "self"]
+    text = str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
+    return f"{name}{text.replace(chr(39), '')} -> {plain(sig.return_annotation)}"

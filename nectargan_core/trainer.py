@@ -203,8 +203,19 @@ class Trainer:
         self.hook.on_train_end(trainer=self)
 
     def _epoch_loader(self, epoch: int) -> Iterable[Any]:
+        """The batches of ``epoch``, starting after ``batch_in_epoch`` on a mid-epoch resume.
+
+        A DataLoader draws its workers' base seed from its ``generator`` (or
+        else from the global RNG) every time it is iterated; seeding a
+        dedicated generator from (seed, epoch) keeps the global RNG untouched
+        and makes worker seeds the same after a resume.
+        """
         loader = self.train_loader
         assert loader is not None
+        if isinstance(loader, torch.utils.data.DataLoader):
+            if loader.generator is None:
+                loader.generator = torch.Generator()
+            loader.generator.manual_seed(self.config.run.seed * 1_000_003 + epoch)
         sampler = getattr(loader, "sampler", None)
         if sampler is not None and hasattr(sampler, "set_epoch"):
             sampler.set_epoch(epoch)

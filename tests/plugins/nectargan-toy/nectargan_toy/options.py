@@ -8,8 +8,8 @@ from pydantic import BaseModel, Field
 
 from nectargan_core.config import Section, choice_of
 
-ModelChoice = choice_of("model")
-LossChoice = choice_of("loss")
+ModelChoice = choice_of("model", default="toy_linear")
+LossChoice = choice_of("loss", default="toy_mse")
 
 
 class ToySection(Section):
@@ -21,8 +21,8 @@ class ToySection(Section):
     lr: float = Field(0.05, description="SGD learning rate", gt=0)
     step_sleep: float = Field(0.0, description="Seconds to sleep in each step (for signal tests)", ge=0)
     fail_at_step: Optional[int] = Field(None, description="Raise RuntimeError at this global step")
-    model: ModelChoice = Field(default_factory=lambda: ModelChoice(name="toy_linear"))
-    loss: LossChoice = Field(default_factory=lambda: LossChoice(name="toy_mse"))
+    model: ModelChoice = Field(default_factory=ModelChoice, validate_default=True)
+    loss: LossChoice = Field(default_factory=LossChoice, validate_default=True)
 
 
 class ToyTrainerOptions(BaseModel):

@@ -1,0 +1,133 @@
+"""The command line as users run it: real subprocesses of the installed console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+
+NO_TORCH_PROBE = """
+import atexit, sys
+atexit.register(lambda: sys.stderr.write("TORCH-IMPORTED\\n" if "torch" in sys.modules else "TORCH-FREE\\n"))
+from nectargan_core.cli.main import main
+sys.argv = ["nectargan", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["plugins", "list"], ["plugins", "list", "--json", "--all"],
+                                  ["config", "--help"], ["train", "--help"], ["--version"]])
+def test_help_and_listing_do_not_import_torch(args):
+    result = subprocess.run([sys.executable, "-c", NO_TORCH_PROBE, *args], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "TORCH-FREE"
+
+
+def test_version():
+    result = run_cli("--version")
+    assert result.returncode == 0 and result.stdout.strip() == "nectargan, version 0.1.0"
+
+
+def test_every_command_has_help_with_examples():
+    for args in (["plugins", "list"], ["plugins", "show"], ["config", "show"], ["config", "validate"],
+                 ["config", "schema"], ["config", "init"], ["train"]):
+        result = run_cli(*args, "--help")
+        assert result.returncode == 0
+        assert "Example" in result.stdout, args
+
+
+def write_config(tmp_path: Path, **loop) -> Path:
+    loop = {"epochs": 2, "log_every_steps": 1, **loop}
+    path = tmp_path / "toy.yaml"
+    lines = ["trainer: toy", "run:", f"  output_dir: {tmp_path / 'runs'}", "  name: cli", "  device: cpu",
+             "loop:", *[f"  {k}: {v}" for k, v in loop.items()], "toy:", "  samples: 8", "  batch_size: 4"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_train_two_epochs_then_resume(tmp_path):
+    config = write_config(tmp_path)
+    result = run_cli("train", "-c", str(config))
+    assert result.returncode == 0, result.stderr
+    run_dir = tmp_path / "runs" / "cli" / "version_0"
+    assert f"run directory: {run_dir}" in result.stderr
+    assert "epoch 2/2 done in" in result.stdout  # console visualizer, plain lines (not a terminal)
+    assert (run_dir / "config.yaml").is_file()
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "finished"
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if r["kind"] == "train"] == [1, 2, 3, 4]
+    assert (run_dir / "checkpoints" / "epoch0002-step00000004.pt").is_file()
+
+    resumed = run_cli("train", "--resume", str(run_dir), "--set", "loop.epochs=3")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming {run_dir} at epoch 2, step 4" in resumed.stderr
+    assert (run_dir / "checkpoints" / "epoch0003-step00000006.pt").is_file()
+    assert "epochs: 3" in (run_dir / "config.yaml").read_text()
+
+    latest = run_cli("train", "--resume", "latest", "--output-dir", str(tmp_path / "runs"),
+                     "--set", "loop.epochs=4")
+    assert latest.returncode == 0, latest.stderr
+    assert (run_dir / "checkpoints" / "epoch0004-step00000008.pt").is_file()
+
+
+@pytest.mark.parametrize("args,message,code", [
+    (["train", "-c", "missing.yaml"], "error: missing.yaml: config file not found", 2),
+    (["train", "--set", "loop.epochs=0"], "error: defaults: loop.epochs: Input should be greater than 0 (got '0')", 2),
+    (["train"], "error: trainer: no trainer chosen; set 'trainer' in the config or use --trainer (installed: toy)", 2),
+    (["train", "--trainer", "toyy"], "error: defaults: trainer: unknown trainer 'toyy' (did you mean 'toy'?); available: toy", 2),
+    (["train", "--resume", "nowhere"], "error: nowhere: run directory not found", 1),
+    (["train", "--checkpoint", "x.pt"], "error: --checkpoint needs --resume RUN_DIR", 2),
+    (["train", "--trainer", "toy", "--set", "run.device=cuda:7"],
+     "error: run.device: 'cuda:7' requested but CUDA is not available; use run.device=cpu", 1),
+])
+def test_user_mistakes_give_one_line_and_nonzero_exit(args, message, code, tmp_path):
+    result = run_cli(*args, cwd=tmp_path)
+    assert result.returncode == code, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == message
+    assert "Traceback" not in result.stderr
+
+
+def test_resume_falls_back_to_previous_good_checkpoint(tmp_path):
+    config = write_config(tmp_path)
+    assert run_cli("train", "-c", str(config)).returncode == 0
+    run_dir = tmp_path / "runs" / "cli" / "version_0"
+    newest = run_dir / "checkpoints" / "epoch0002-step00000004.pt"
+    newest.write_bytes(newest.read_bytes()[:100])
+    result = run_cli("train", "--resume", str(run_dir), "--set", "loop.epochs=3")
+    assert result.returncode == 0, result.stderr
+    assert f"warning: skipping bad checkpoint: {newest}: truncated or corrupt checkpoint" in result.stderr
+    assert f"resuming {run_dir} at epoch 1, step 2" in result.stderr
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_stops_gracefully_with_a_checkpoint(tmp_path, sig, code):
+    config = write_config(tmp_path, epochs=1000)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}
+    exe = Path(sys.executable).with_name("nectargan")
+    proc = subprocess.Popen([str(exe), "train", "-c", str(config), "--set", "toy.step_sleep=0.02"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    metrics = tmp_path / "runs" / "cli" / "version_0" / "metrics.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline and (not metrics.exists() or metrics.stat().st_size < 200):
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    run_dir = metrics.parent
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["status"] == "interrupted"
+    assert err.strip().splitlines()[-1].endswith(f"checkpoint saved. Resume with: nectargan train --resume {run_dir}")
+    latest = sorted((run_dir / "checkpoints").glob("epoch*.pt"))[-1]
+    assert latest.name.endswith(f"step{status['step']:08d}.pt")
+    resumed = run_cli("train", "--resume", str(run_dir), "--set", f"loop.max_steps={status['step'] + 2}")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads((run_dir / "status.json").read_text())["step"] == status["step"] + 2

@@ -1,0 +1,183 @@
+"""Config files, overrides and the error messages users see."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nectargan_core.config import apply_overrides, load_config, load_file, parse_override_value, validate_config
+from nectargan_core.errors import ConfigError
+from nectargan_core.plugins import get_plugins
+
+GOOD = {
+    "yaml": "trainer: toy\nrun:\n  name: exp\n  seed: 7\nloop:\n  epochs: 3\ntoy:\n  lr: 0.01\n  model:\n    name: toy_linear\n    features: 5\n",
+    "toml": 'trainer = "toy"\n[run]\nname = "exp"\nseed = 7\n[loop]\nepochs = 3\n[toy]\nlr = 0.01\n[toy.model]\nname = "toy_linear"\nfeatures = 5\n',
+    "json": json.dumps({"trainer": "toy", "run": {"name": "exp", "seed": 7}, "loop": {"epochs": 3},
+                        "toy": {"lr": 0.01, "model": {"name": "toy_linear", "features": 5}}}),
+}
+
+
+@pytest.fixture
+def registry():
+    return get_plugins().registry
+
+
+@pytest.mark.parametrize("fmt", sorted(GOOD))
+def test_good_files_in_each_format(fmt, tmp_path, registry):
+    path = tmp_path / f"run.{fmt}"
+    path.write_text(GOOD[fmt])
+    config = load_config(path, registry=registry)
+    assert config.trainer == "toy"
+    assert (config.run.name, config.run.seed, config.loop.epochs) == ("exp", 7, 3)
+    assert config.toy.lr == 0.01
+    assert config.toy.model.name == "toy_linear"
+    assert config.toy.model.options == {"features": 5}
+    # defaults are filled in everywhere, plugin sections included
+    assert config.checkpoint.keep_last == 3
+    assert config.toy_extra.greeting == "hello"
+    assert config.visualizers == {"console": {"bar": "auto", "every_logs": 1}}
+
+
+def test_overrides_are_typed_by_the_model(registry):
+    config = load_config({"trainer": "toy"}, [
+        "loop.epochs=4", "toy.lr=1e-3", "run.deterministic=true", "run.name=007",
+        "loop.max_steps=null", "toy.model.features=2", "visualizers=[console]",
+        "callbacks.recorder.path=/tmp/x.jsonl",
+    ], registry)
+    assert config.loop.epochs == 4 and isinstance(config.loop.epochs, int)
+    assert config.toy.lr == pytest.approx(1e-3)
+    assert config.run.deterministic is True
+    assert config.run.name == "007"
+    assert config.loop.max_steps is None
+    assert config.toy.model.options == {"features": 2}
+    assert config.callbacks == {"recorder": {"path": "/tmp/x.jsonl"}}
+
+
+BAD = [
+    ({"loop": {"epochs": -1}}, "defaults: loop.epochs: Input should be greater than 0 (got -1)"),
+    ({"loop": {"epochs": "many"}}, "defaults: loop.epochs: Input should be a valid integer, unable to parse string as an integer (got 'many')"),
+    ({"loop": {"epochz": 3}}, "defaults: loop.epochz: unknown key; did you mean 'epochs'? allowed keys: epochs, log_every_steps, max_steps, val_every_epochs, val_every_steps"),
+    ({"lop": {}}, "defaults: lop: unknown key; did you mean 'loop'?"),
+    ({"run": {"device": "gpu"}}, "defaults: run.device: must be auto, cpu, cuda, cuda:N or mps"),
+    ({"run": {"name": "a/b"}}, "defaults: run.name: must be a plain name without path separators"),
+    ({"checkpoint": {"best_mode": "up"}}, "defaults: checkpoint.best_mode: String should match pattern '^(min|max)$' (got 'up')"),
+    ({"trainer": "toyy"}, "defaults: trainer: unknown trainer 'toyy' (did you mean 'toy'?); available: toy"),
+    ({"trainer": 3}, "defaults: trainer: must be a trainer name (got 3)"),
+    ({"visualizers": ["consol"]}, "defaults: visualizers: unknown visualizer 'consol' (did you mean 'console'?)"),
+    ({"visualizers": {"console": {"bar": "sometimes"}}}, "defaults: visualizers: visualizer 'console': bar: Input should be 'auto', 'on' or 'off' (got 'sometimes')"),
+    ({"callbacks": {"recorder": {}}}, "defaults: callbacks: callback 'recorder': path: this key is required"),
+    ({"callbacks": {"counter": {"x": 1}}}, "defaults: callbacks: callback 'counter' takes no options (got x)"),
+    ({"trainer": "toy", "toy": {"model": {"name": "toy_linear", "features": 0}}},
+     "defaults: toy.model: model 'toy_linear': features: Input should be greater than or equal to 1 (got 0)"),
+    ({"trainer": "toy", "toy": {"model": {"name": "unet_9000"}}}, "defaults: toy.model: unknown model 'unet_9000'"),
+    ({"toy": {"lr": 1}}, "defaults: toy: unknown key"),  # no trainer chosen: its sections do not exist
+    ([1, 2], "defaults: the top level must be a mapping of sections, got list"),
+]
+
+
+@pytest.mark.parametrize("data,message", BAD, ids=[m.split(":")[1].strip() for _, m in BAD])
+def test_bad_values_name_the_key(data, message, registry):
+    with pytest.raises(ConfigError) as info:
+        validate_config(data, registry, source="defaults")
+    text = str(info.value)
+    assert message in text, text
+    assert "Traceback" not in text
+
+
+def test_every_error_is_reported_on_its_own_line(registry):
+    with pytest.raises(ConfigError) as info:
+        load_config({"loop": {"epochs": 0, "log_every_steps": 0}, "run": {"seed": -1}}, registry=registry)
+    lines = str(info.value).splitlines()
+    assert len(lines) == 3
+    assert {line.split(":")[1].strip() for line in lines} == {"loop.epochs", "loop.log_every_steps", "run.seed"}
+
+
+@pytest.mark.parametrize("text,suffix,message", [
+    ("run:\n  name: [unclosed\n", ".yaml", ":3: invalid YAML"),
+    ('{"run": }', ".json", ":1: invalid JSON"),
+    ("[run\nname='x'", ".toml", ": invalid TOML"),
+    ("- a\n- b\n", ".yaml", "the top level must be a mapping of sections, got list"),
+    ("run: {}", ".ini", "unsupported config format '.ini'"),
+])
+def test_unreadable_files(text, suffix, message, tmp_path):
+    path = tmp_path / f"bad{suffix}"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_file(path)
+    assert str(info.value).startswith(str(path))
+    assert message in str(info.value)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_file(tmp_path / "nope.yaml")
+
+
+@pytest.mark.parametrize("override,message", [
+    ("loop.epochs", "expected key.path=value"),
+    ("=3", "expected key.path=value"),
+    ("loop..epochs=3", "expected key.path=value"),
+    ("run.name.x=3", "'run.name' is a value, not a section"),
+])
+def test_bad_overrides(override, message):
+    with pytest.raises(ConfigError, match=message):
+        apply_overrides({"run": {"name": "a"}}, [override])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=30))
+def test_override_parser_never_crashes(raw):
+    try:
+        value = parse_override_value(raw)
+    except ConfigError:
+        return
+    assert value is None or isinstance(value, (str, list, dict, int, float, bool))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+                    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+                    max_leaves=10))
+def test_loader_rejects_or_accepts_any_data_cleanly(data):
+    """Arbitrary data under a known section gives a valid config or a ConfigError, nothing else."""
+    try:
+        validate_config({"loop": data}, get_plugins().registry)
+    except ConfigError as exc:
+        assert str(exc).startswith("config: loop")
+
+
+def test_cli_validate_show_schema_init(cli, tmp_path):
+    good = tmp_path / "good.yaml"
+    good.write_text(GOOD["yaml"])
+    ok = cli("config", "validate", str(good))
+    assert ok.returncode == 0 and ok.stdout.strip() == f"{good}: ok"
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("trainer: toy\nloop:\n  epochs: 0\ntoy:\n  lrr: 1\n")
+    result = cli("config", "validate", str(bad))
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"error: {bad}: loop.epochs: Input should be greater than 0 (got 0)",
+        f"error: {bad}: toy.lrr: unknown key; did you mean 'lr'? allowed keys: batch_size, fail_at_step, "
+        "loss, lr, model, samples, step_sleep, val_samples",
+    ]
+
+    shown = cli("config", "show", "-c", str(good), "--set", "loop.epochs=9", "--json")
+    assert shown.returncode == 0
+    data = json.loads(shown.stdout)
+    assert data["loop"]["epochs"] == 9 and data["toy"]["model"] == {"name": "toy_linear", "features": 5}
+
+    schema = json.loads(cli("config", "schema", "--trainer", "toy").stdout)
+    assert {"run", "loop", "checkpoint", "toy", "toy_extra"} <= set(schema["properties"])
+
+    starter = tmp_path / "starter.yaml"
+    made = cli("config", "init", "--trainer", "toy", "-o", str(starter))
+    assert made.returncode == 0
+    text = starter.read_text()
+    assert "trainer: toy" in text and "epochs: 10  # Number of epochs to train" in text
+    assert cli("config", "validate", str(starter)).returncode == 0
+    again = cli("config", "init", "-o", str(starter))
+    assert again.returncode == 2 and "already exists; use --force" in again.stderr

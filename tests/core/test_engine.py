@@ -1,0 +1,217 @@
+"""The run engine: hook order, exact resume, cadences, the Python API."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from nectargan_core import Run, hookimpl, load_checkpoint, read_metrics
+from nectargan_core.errors import CheckpointError, PluginError
+from nectargan_core.rundir import RunDir
+
+
+def toy_config(tmp_path, **loop):
+    return {
+        "trainer": "toy",
+        "run": {"output_dir": str(tmp_path / "runs"), "name": "toy", "seed": 3, "device": "cpu",
+                "deterministic": True},
+        "loop": {"epochs": 2, "log_every_steps": 2, **loop},
+        "toy": {"samples": 8, "batch_size": 4, "val_samples": 4},
+        "visualizers": [],
+    }
+
+
+def recorded(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_exact_hook_order(tmp_path):
+    log = tmp_path / "hooks.jsonl"
+    config = toy_config(tmp_path)
+    config["callbacks"] = {"recorder": {"path": str(log)}}
+    Run.create(config).fit()
+    calls = [(r["hook"], r.get("epoch", r.get("batch_idx", r.get("step")))) for r in recorded(log)]
+    epoch = lambda e, step: [  # noqa: E731
+        ("on_epoch_start", e),
+        ("train_step", 0), ("on_train_batch_end", 0),
+        ("train_step", 1), ("on_train_batch_end", 1),
+        ("on_log", step),
+        ("on_validation_start", e), ("on_validation_end", e),
+        ("on_epoch_end", e),
+        ("on_save_checkpoint", step),
+    ]
+    assert calls == [("on_train_start", 0), *epoch(0, 2), *epoch(1, 4), ("on_train_end", None)]
+
+
+def test_run_hooks_reach_only_enabled_parts(tmp_path):
+    """The recorder is installed but not enabled: it must not fire."""
+    log = tmp_path / "hooks.jsonl"
+    Run.create(toy_config(tmp_path)).fit()
+    assert not log.exists()
+
+
+def weights(path):
+    checkpoint = load_checkpoint(path)
+    return checkpoint["state"], checkpoint
+
+
+def assert_same_state(a, b):
+    for key in ("model",):
+        for name, tensor in a[key].items():
+            assert torch.equal(tensor, b[key][name]), name
+    opt_a, opt_b = a["optimizer"]["state"], b["optimizer"]["state"]
+    for index in opt_a:
+        for name, value in opt_a[index].items():
+            assert torch.equal(value, opt_b[index][name]), (index, name)
+
+
+def strip_times(records):
+    return [{k: v for k, v in r.items() if k not in {"time", "elapsed"}} for r in records]
+
+
+@pytest.mark.parametrize("stop", [{"epochs": 1}, {"max_steps": 3}], ids=["epoch-boundary", "mid-epoch"])
+def test_resume_is_exact(tmp_path, stop):
+    config = toy_config(tmp_path, epochs=3)
+    config["checkpoint"] = {"every_steps": 1, "keep_last": 2}
+    config["callbacks"] = ["counter"]
+    straight = Run.create(config).fit()
+
+    first = toy_config(tmp_path, epochs=3)
+    first["checkpoint"] = {"every_steps": 1, "keep_last": 2}
+    first["callbacks"] = ["counter"]
+    first["loop"].update(stop)
+    if "epochs" in stop:
+        first["loop"]["epochs"] = stop["epochs"]
+    interrupted = Run.create(first).fit()
+    overrides = ["loop.epochs=3", "loop.max_steps=null"]
+    resumed = Run.resume(interrupted.dir, overrides=overrides).fit()
+
+    counter = resumed.pm.get_plugin("callback:counter")
+    assert counter.restored == (3 if "max_steps" in stop else 2)
+    assert counter.steps == 6
+    a, ca = weights(straight.trainer.last_checkpoint)
+    b, cb = weights(resumed.trainer.last_checkpoint)
+    assert (ca["epoch"], ca["global_step"]) == (cb["epoch"], cb["global_step"]) == (3, 6)
+    assert_same_state(a, b)
+    assert torch.equal(ca["rng"]["torch"], cb["rng"]["torch"])
+    assert strip_times(straight.metrics()) == strip_times(resumed.metrics())
+
+
+def test_resume_drops_records_written_after_the_checkpoint(tmp_path):
+    config = toy_config(tmp_path, epochs=2)
+    config["checkpoint"] = {"every_epochs": 1, "save_last": False}
+    run = Run.create(config).fit()
+    records = run.metrics()
+    # simulate a crash after more records were written and a half-written line
+    with open(run.run_dir.metrics_file, "a") as handle:
+        handle.write('{"kind":"train","step":99}\n{"kind":"tr')
+    resumed = Run.resume(run.dir, overrides=["loop.epochs=2"])
+    assert resumed.metrics() == records
+
+
+def test_fit_epoch_one_at_a_time_and_metrics_api(tmp_path):
+    run = Run.create(toy_config(tmp_path, epochs=3))
+    run.fit_epoch()
+    assert (run.trainer.epochs_done, run.trainer.global_step) == (1, 2)
+    assert run.status()["status"] == "running"
+    run.fit_epoch().fit_epoch()
+    assert run.finished and run.status()["status"] == "finished"
+    epochs = run.metrics("epoch")
+    assert [r["epoch"] for r in epochs] == [0, 1, 2]
+    assert set(epochs[0]["losses"]) == {"loss", "noise", "val/mse"}
+    train = run.metrics("train")
+    assert [r["step"] for r in train] == [2, 4, 6]
+    assert [r["epoch_progress"] for r in train] == [1.0, 2.0, 3.0]
+    assert all(isinstance(r["losses"]["loss"], float) for r in train)
+    assert list(read_metrics(run.run_dir.metrics_file, "val"))[0]["metrics"].keys() == {"mse"}
+
+
+def test_api_plugin_object_can_replace_the_step(tmp_path):
+    seen = []
+
+    class Override:
+        @hookimpl(tryfirst=True)
+        def train_step(self, trainer, batch_idx):
+            seen.append((trainer.global_step, batch_idx))
+            return {"custom": torch.tensor(1.5)}
+
+        @hookimpl
+        def on_epoch_end(self, epoch, metrics):
+            seen.append(("end", epoch, metrics["custom"]))
+
+    run = Run.create(toy_config(tmp_path, epochs=1), plugins=[Override()]).fit()
+    assert seen == [(0, 0), (1, 1), ("end", 0, 1.5)]
+    assert run.metrics("train")[0]["losses"] == {"custom": 1.5}
+
+
+def test_api_plugin_with_unknown_hook_is_rejected(tmp_path):
+    class Typo:
+        @hookimpl
+        def on_epoch_ending(self, epoch):
+            pass
+
+    with pytest.raises(PluginError, match="'on_epoch_ending' is not a run hook"):
+        Run.create(toy_config(tmp_path), plugins=[Typo()])
+
+
+def test_max_steps_and_checkpoint_retention(tmp_path):
+    config = toy_config(tmp_path, epochs=100, max_steps=7)
+    config["checkpoint"] = {"every_steps": 2, "keep_last": 2}
+    run = Run.create(config).fit()
+    assert run.trainer.global_step == 7
+    names = [p.name for p in run.run_dir.periodic_checkpoints()]
+    assert names == ["epoch0003-step00000006.pt", "epoch0003-step00000007.pt"]
+    assert all((run.run_dir.checkpoints / (n + ".json")).exists() for n in names)
+    status = run.status()
+    assert status["status"] == "finished" and status["step"] == 7
+
+
+def test_best_checkpoint_follows_metric(tmp_path):
+    config = toy_config(tmp_path, epochs=4)
+    config["checkpoint"] = {"best_metric": "val/mse", "best_mode": "min"}
+    run = Run.create(config).fit()
+    values = [r["metrics"]["mse"] for r in run.metrics("val")]
+    best = load_checkpoint(run.run_dir.best_checkpoint)
+    assert best["loop"]["best_value"] == pytest.approx(min(values))
+    assert best["epoch"] == values.index(min(values)) + 1
+
+
+def test_exception_calls_on_exception_and_marks_failed(tmp_path):
+    log = tmp_path / "hooks.jsonl"
+    config = toy_config(tmp_path)
+    config["toy"]["fail_at_step"] = 3
+    config["callbacks"] = {"recorder": {"path": str(log)}}
+    run = Run.create(config)
+    with pytest.raises(RuntimeError, match="toy failure at step 3"):
+        run.fit()
+    assert recorded(log)[-1] == {"hook": "on_exception", "error": "toy failure at step 3"}
+    status = run.status()
+    assert status["status"] == "failed" and "toy failure" in status["error"]
+
+
+def test_checkpoint_holds_everything_needed_to_resume(tmp_path):
+    run = Run.create(toy_config(tmp_path, epochs=1)).fit()
+    checkpoint = load_checkpoint(run.trainer.last_checkpoint)
+    assert checkpoint["format"] == "nectargan-checkpoint"
+    assert checkpoint["trainer"] == "toy"
+    assert checkpoint["config"]["toy"]["model"] == {"name": "toy_linear", "features": 3}
+    assert set(checkpoint["state"]) == {"model", "optimizer"}
+    assert set(checkpoint["rng"]) >= {"python", "torch", "numpy"}
+    assert (checkpoint["epoch"], checkpoint["global_step"], checkpoint["batch_in_epoch"]) == (1, 2, 0)
+
+
+def test_resume_rejects_checkpoint_of_another_trainer(tmp_path):
+    run = Run.create(toy_config(tmp_path, epochs=1)).fit()
+    checkpoint = load_checkpoint(run.trainer.last_checkpoint)
+    checkpoint["trainer"] = "pix2pix"
+    with pytest.raises(CheckpointError, match="written by trainer 'pix2pix', not 'toy'"):
+        Run(run.config, RunDir.open(run.dir), checkpoint=checkpoint)
+
+
+def test_empty_data_is_a_clear_error(tmp_path):
+    config = toy_config(tmp_path)
+    config["toy"]["samples"] = 0
+    with pytest.raises(PluginError, match="training data is empty"):
+        Run.create(config).fit()
