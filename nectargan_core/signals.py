@@ -26,7 +26,7 @@ def graceful_stop(trainer: Any) -> Iterator[list[str]]:
             signal.signal(signal.SIGINT, signal.default_int_handler)
             raise KeyboardInterrupt
         received.append(name)
-        trainer.request_stop(name)
+        trainer.request_stop(name, interrupted=True)
         print(f"{name} received: stopping after the current step and saving a checkpoint "
               "(press Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
 

@@ -60,6 +60,7 @@ class Trainer:
         self.batch_in_epoch = 0
         self.best_value: float | None = None
         self.stop_reason: str | None = None
+        self.interrupted = False
         self.metrics_log = MetricsLog(run_dir.metrics_file)
         self.last_checkpoint: Any = None
         self._interval: dict[str, torch.Tensor] = {}
@@ -148,9 +149,14 @@ class Trainer:
         self._guarded(self._fit_one)
         return self
 
-    def request_stop(self, reason: str = "stop requested") -> None:
-        """Finish the current step, save a checkpoint and stop (signal handlers call this)."""
+    def request_stop(self, reason: str = "stop requested", *, interrupted: bool = False) -> None:
+        """Finish the current step, save a checkpoint and stop.
+
+        Plugins call this for early stopping (the run ends as ``finished``);
+        signal handlers pass ``interrupted=True`` (the run ends as ``interrupted``).
+        """
         self.stop_reason = reason
+        self.interrupted = self.interrupted or interrupted
 
     def _guarded(self, body: Any) -> None:
         try:
@@ -195,7 +201,7 @@ class Trainer:
         self._finished = True
         if self.config.checkpoint.save_last or self.stop_reason is not None:
             self.save_checkpoint()
-        status = "interrupted" if self.stop_reason is not None else "finished"
+        status = "interrupted" if self.interrupted else "finished"
         self.run_dir.write_status(
             status, epoch=self.epochs_done, step=self.global_step, reason=self.stop_reason,
             checkpoint=str(self.last_checkpoint) if self.last_checkpoint else None,

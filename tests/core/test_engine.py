@@ -215,3 +215,16 @@ def test_empty_data_is_a_clear_error(tmp_path):
     config["toy"]["samples"] = 0
     with pytest.raises(PluginError, match="training data is empty"):
         Run.create(config).fit()
+
+
+def test_plugin_can_stop_the_run_early(tmp_path):
+    class StopAfterFirstValidation:
+        @hookimpl
+        def on_validation_end(self, trainer, metrics):
+            trainer.request_stop("good enough")
+
+    run = Run.create(toy_config(tmp_path, epochs=5), plugins=[StopAfterFirstValidation()]).fit()
+    assert run.trainer.epochs_done == 1
+    status = run.status()
+    assert (status["status"], status["reason"]) == ("finished", "good enough")
+    assert run.trainer.last_checkpoint.name == "epoch0001-step00000002.pt"
