@@ -51,6 +51,7 @@ class RunSection(Section):
     device: str = Field("auto", description="auto, cpu, cuda, cuda:N or mps")
     deterministic: bool = Field(False, description="Use deterministic algorithms (bit-exact resume on CPU)")
     threads: Optional[int] = Field(None, description="torch intra-op threads (default: torch's choice)", ge=1)
+    init_from: Optional[str] = Field(None, description="Checkpoint to take network weights from (fine-tuning)")
 
     @field_validator("device")
     @classmethod

@@ -51,6 +51,7 @@ class Run:
     ) -> None:
         self.host = host or get_plugins()
         self.config = config
+        self.init_report: dict[str, Any] | None = None
         self.run_dir = run_dir
         if config.trainer is None:
             names = ", ".join(self.host.registry.names("trainer")) or "none installed"
@@ -86,6 +87,8 @@ class Run:
         self._register(self.trainer, f"trainer:{component.name}")
         if checkpoint is not None:
             self.trainer.load_checkpoint(checkpoint)
+        elif run_cfg.init_from:
+            self.init_report = self.trainer.init_from(run_cfg.init_from)
 
     def _register(self, plugin: Any, name: str) -> None:
         try:

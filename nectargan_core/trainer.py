@@ -409,6 +409,47 @@ class Trainer:
             old.unlink(missing_ok=True)
             old.with_name(old.name + ".json").unlink(missing_ok=True)
 
+    def init_from(self, source: Any) -> dict[str, dict[str, list[str]]]:
+        """Load network weights only (fine-tuning), reporting what did not fit.
+
+        Every tracked ``nn.Module`` takes the tensors of the same name and shape
+        from the checkpoint; optimizers, schedules, the loop position and RNG
+        states are not touched. Returns, per network, the ``loaded``,
+        ``missing`` (in the model, not the checkpoint), ``unexpected`` (in the
+        checkpoint only) and ``mismatched`` (shape differs) tensor names, and
+        prints a one-line summary per network.
+        """
+        self.prepare()
+        checkpoint = source if isinstance(source, Mapping) else load_checkpoint(source)
+        where = "checkpoint" if isinstance(source, Mapping) else str(source)
+        state = checkpoint.get("state", {})
+        report: dict[str, dict[str, list[str]]] = {}
+        for name, module in self.stateful.items():
+            if not isinstance(module, torch.nn.Module):
+                continue
+            own = module.state_dict()
+            theirs = state.get(name)
+            if not isinstance(theirs, Mapping):
+                report[name] = {"loaded": [], "missing": sorted(own), "unexpected": [], "mismatched": []}
+                print(f"init_from: {where} has no weights for '{name}'; it keeps its initialisation",
+                      file=sys.stderr)
+                continue
+            mismatched = sorted(k for k, v in theirs.items() if k in own and own[k].shape != v.shape)
+            loadable = {k: v for k, v in theirs.items() if k in own and own[k].shape == v.shape}
+            module.load_state_dict(loadable, strict=False)
+            entry = {
+                "loaded": sorted(loadable),
+                "missing": sorted(k for k in own if k not in theirs),
+                "unexpected": sorted(k for k in theirs if k not in own),
+                "mismatched": [f"{k} {list(theirs[k].shape)} vs {list(own[k].shape)}" for k in mismatched],
+            }
+            report[name] = entry
+            problems = "; ".join(f"{kind}: {', '.join(entry[kind][:5])}" + (" ..." if len(entry[kind]) > 5 else "")
+                                 for kind in ("missing", "unexpected", "mismatched") if entry[kind])
+            print(f"init_from: '{name}' loaded {len(loadable)}/{len(own)} tensors from {where}"
+                  + (f" ({problems})" if problems else ""), file=sys.stderr)
+        return report
+
     def load_checkpoint(self, source: Any) -> dict[str, Any]:
         """Restore the whole state from a checkpoint path (or a loaded checkpoint dict)."""
         self.prepare()

@@ -16,10 +16,13 @@ from .options import all_overrides, config_options
               help="Continue a run from its latest good checkpoint (the whole state).")
 @click.option("--checkpoint", metavar="PATH", default=None, type=click.Path(dir_okay=False),
               help="With --resume: resume from this checkpoint instead of the latest.")
+@click.option("--init-from", metavar="CHECKPOINT", default=None, type=click.Path(dir_okay=False),
+              help="Start a new run from these network weights (fine-tuning; not a resume).")
 @click.option("--output-dir", metavar="DIR", default=None,
               help="With --resume latest: where to look for runs (default: runs).")
 def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: str | None,
-                  resume: str | None, checkpoint: str | None, output_dir: str | None) -> None:
+                  resume: str | None, checkpoint: str | None, init_from: str | None,
+                  output_dir: str | None) -> None:
     """Train with the trainer named in the config (or --trainer).
 
     Stops cleanly on Ctrl-C or SIGTERM: the current step finishes, a checkpoint
@@ -31,12 +34,17 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
       nectargan train -c run.yaml --set loop.epochs=2 --set run.device=cpu
       nectargan train --resume runs/facades/version_0
       nectargan train --resume latest --set loop.epochs=300
+      nectargan train -c finetune.yaml --init-from runs/base/version_0/checkpoints/best.pt
     """
     from ..run import Run
     from ..signals import EXIT_CODES, graceful_stop
 
     if resume is None and checkpoint is not None:
         raise ConfigError("--checkpoint needs --resume RUN_DIR")
+    if resume is not None and init_from is not None:
+        raise ConfigError("--init-from starts a new run from weights; --resume continues one: use one of them")
+    if init_from is not None:
+        overrides = (*overrides, f"run.init_from={init_from}")
     if resume is not None:
         if config_file is not None:
             raise ConfigError("--resume uses the run's own config.yaml; drop -c/--config (use --set to change values)")

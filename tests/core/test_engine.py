@@ -228,3 +228,33 @@ def test_plugin_can_stop_the_run_early(tmp_path):
     status = run.status()
     assert (status["status"], status["reason"]) == ("finished", "good enough")
     assert run.trainer.last_checkpoint.name == "epoch0001-step00000002.pt"
+
+
+def test_init_from_loads_weights_only_and_reports_mismatches(tmp_path, capsys):
+    source = Run.create(toy_config(tmp_path, epochs=2)).fit()
+    checkpoint = source.trainer.last_checkpoint
+    same = toy_config(tmp_path, epochs=1)
+    same["run"]["init_from"] = str(checkpoint)
+    run = Run.create(same)
+    assert run.init_report["model"]["loaded"] == ["bias", "weight"]
+    trained = load_checkpoint(checkpoint)["state"]["model"]
+    assert torch.equal(run.trainer.model.weight, trained["weight"])
+    assert run.trainer.global_step == 0 and run.trainer.epochs_done == 0  # not a resume
+    assert run.trainer.optimizer.state_dict()["state"] == {}
+
+    wider = toy_config(tmp_path, epochs=1)
+    wider["run"]["init_from"] = str(checkpoint)
+    wider["toy"]["model"] = {"name": "toy_linear", "features": 5}
+    capsys.readouterr()
+    run = Run.create(wider)
+    assert run.init_report["model"] == {"loaded": ["bias"], "missing": [], "unexpected": [],
+                                        "mismatched": ["weight [1, 3] vs [1, 5]"]}
+    assert "init_from: 'model' loaded 1/2 tensors from" in capsys.readouterr().err
+    run.fit()
+
+
+def test_init_from_missing_file_is_a_clear_error(tmp_path):
+    config = toy_config(tmp_path)
+    config["run"]["init_from"] = str(tmp_path / "nope.pt")
+    with pytest.raises(CheckpointError, match="nope.pt: checkpoint file not found"):
+        Run.create(config)
