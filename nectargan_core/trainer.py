@@ -90,9 +90,13 @@ class Trainer:
         if self.registry is None:
             raise PluginError(f"trainer '{self.name}' has no registry to build a {kind} from")
         name = choice if isinstance(choice, str) else choice.name
-        options = {} if isinstance(choice, str) else choice.options
-        factory = self.registry.get(kind, name).load()
-        return factory(**{**options, **overrides})
+        component = self.registry.get(kind, name)
+        if isinstance(choice, str):  # a bare name gets its registered defaults
+            model = component.options
+            options = model().model_dump() if model is not None else {}
+        else:
+            options = choice.options
+        return component.load()(**{**options, **overrides})
 
     def track(self, name: str, obj: Any) -> Any:
         """Include ``obj`` (anything with state_dict/load_state_dict) in checkpoints."""

@@ -1,0 +1,189 @@
+"""``nectargan models``: list every registered network and inspect one.
+
+Imported by the plugin module at load time, so torch is imported only inside
+the command functions (through :mod:`nectargan_models.summary`).
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from typing import Any, Collection, Literal, Union, get_args, get_origin
+
+import click
+from pydantic import BaseModel, ValidationError
+
+from nectargan_core.config import describe_errors, parse_override_value
+from nectargan_core.errors import ConfigError
+from nectargan_core.plugins import get_plugins
+from nectargan_core.registry import Component
+
+
+@click.group("models")
+def models_group() -> None:
+    """Inspect the generators and discriminators that plugins register."""
+
+
+@models_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def list_models(as_json: bool) -> None:
+    """List every registered model with its role, provider and default parameter count.
+
+    \b
+    Examples:
+      nectargan models list
+      nectargan models list --json
+    """
+    from .summary import build_meta, parameter_count
+
+    rows = []
+    for component in get_plugins().registry.all("model"):
+        row = _identity(component)
+        try:
+            row["parameters"] = parameter_count(build_meta(component, _default_options(component)))
+            row["error"] = None
+        except Exception as exc:  # noqa: BLE001 - one broken model must not hide the others
+            row["parameters"] = None
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        rows.append(row)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo("No models registered. Try: pip install nectargan-models")
+        return
+    table = [["name", "role", "provider", "parameters", "description"]]
+    for row in rows:
+        params = f"{row['parameters']:,}" if row["parameters"] is not None else "error"
+        description = row["description"] if row["error"] is None else row["error"]
+        table.append([row["name"], row["role"], row["provider"], params, description])
+    _echo_table(table, right_aligned={3})
+
+
+@models_group.command("show")
+@click.argument("name")
+@click.option("--set", "overrides", metavar="OPTION=VALUE", multiple=True,
+              help="Set an option, e.g. --set norm=instance (repeatable).")
+@click.option("--input-size", type=click.IntRange(min=1), default=256, show_default=True,
+              help="Square input side for the output size and, for discriminators, the logit map.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def show_model(name: str, overrides: tuple[str, ...], input_size: int, as_json: bool) -> None:
+    """Show a model's options (value and default), parameter count and output size.
+
+    Discriminators also report their receptive field (patch size).
+
+    \b
+    Examples:
+      nectargan models show unet_256
+      nectargan models show patchgan --set n_layers=4 --input-size 512
+      nectargan models show unet --set depth=6 --set block=residual --json
+    """
+    component = get_plugins().registry.get("model", name)
+    values = resolve_options(component, overrides)
+    from .summary import build_meta, geometry, parameter_count  # torch: only once the options are valid
+
+    data = _identity(component)
+    data["options"] = _options_table(component.options, values)
+    module = build_meta(component, values)
+    data["parameters"] = parameter_count(module)
+    data["input_size"] = input_size
+    data.update(geometry(module, input_size))
+    if as_json:
+        click.echo(json.dumps(data, indent=2, default=str))
+        return
+    click.echo(f"{data['name']}: {data['role']} from {component.provided_by}")
+    if data["description"]:
+        click.echo(f"  {data['description']}")
+    click.echo(f"parameters: {data['parameters']:,}")
+    if "receptive_field" in data:
+        field = data["receptive_field"]
+        click.echo(f"receptive field: {field}x{field}")
+    if "input_error" in data:
+        click.echo(data["input_error"])
+    elif "output_size" in data:
+        out = data["output_size"]
+        click.echo(f"input {input_size}x{input_size} -> output {out}x{out}")
+    if data["options"]:
+        table = [["option", "type", "value", "default", "description"]]
+        for option, info in data["options"].items():
+            table.append([option, info["type"], _text(info["value"]), _text(info["default"]), info["description"]])
+        click.echo("options:")
+        _echo_table(table, indent="  ")
+
+
+def resolve_options(component: Component, overrides: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """The model's options with ``option=value`` overrides applied, validated; ConfigError if not."""
+    raw: dict[str, Any] = {}
+    for override in overrides:
+        key, sep, value = override.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"--set {override!r}: expected option=value, e.g. --set norm=instance")
+        raw[key] = parse_override_value(value)
+    model = component.options
+    if model is None:
+        if raw:
+            raise ConfigError(f"model '{component.name}' takes no options (got {', '.join(raw)})")
+        return {}
+    try:
+        return model.model_validate(raw).model_dump(mode="json")
+    except ValidationError as exc:
+        raise ConfigError(f"model '{component.name}': " + "; ".join(describe_errors(exc, model))) from None
+
+
+def type_name(annotation: Any) -> str:
+    """A short name for an option's type: ``int``, ``int|null``, ``batch|instance|none``."""
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return "|".join(str(arg) for arg in get_args(annotation))
+    if origin in (Union, types.UnionType):
+        return "|".join("null" if arg is type(None) else type_name(arg) for arg in get_args(annotation))
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _identity(component: Component) -> dict[str, Any]:
+    return {
+        "name": component.name,
+        "role": str(component.meta.get("role", "-")),
+        "provider": component.provider,
+        "distribution": component.distribution,
+        "description": component.description,
+    }
+
+
+def _default_options(component: Component) -> dict[str, Any]:
+    model = component.options
+    return model().model_dump(mode="json") if model is not None else {}
+
+
+def _options_table(model: type[BaseModel] | None, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    if model is None:
+        return {}
+    table = {}
+    for option, info in model.model_fields.items():
+        default = "required" if info.is_required() else info.get_default(call_default_factory=True)
+        table[option] = {
+            "type": type_name(info.annotation),
+            "value": values.get(option),
+            "default": default,
+            "description": info.description or "",
+        }
+    return table
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def _echo_table(rows: list[list[str]], right_aligned: Collection[int] = (), indent: str = "") -> None:
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        cells = [
+            str(cell).rjust(width) if i in right_aligned else str(cell).ljust(width)
+            for i, (cell, width) in enumerate(zip(row, widths))
+        ]
+        click.echo((indent + "  ".join(cells)).rstrip())

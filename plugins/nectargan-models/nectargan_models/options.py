@@ -1,0 +1,120 @@
+"""Options of every model this plugin registers.
+
+Torch-free on purpose: the plugin module imports these at registration time,
+and config validation, ``nectargan config`` and ``nectargan models show`` use
+them without building a network. Each registered name has its own options
+model; presets differ from the generic model only in their defaults.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import Field, ValidationInfo, field_validator
+
+from nectargan_core.config import Section
+
+Activation = Literal["leaky_relu", "relu", "gelu", "silu"]
+InitScheme = Literal["normal", "xavier", "kaiming", "orthogonal"]
+
+DEPTH_HELP = "Number of downsamplings; inputs must be multiples of 2**depth"
+DROPOUT_LAYERS_HELP = "Decoder layers with dropout, counted outwards from the one after the innermost"
+
+
+def reference_dropout_layers(depth: int) -> int:
+    """How many decoder layers the reference gives dropout: its 512-to-512 middle blocks."""
+    return max(depth - 5, 0)
+
+
+class UNetOptions(Section):
+    """A UNet generator: ``depth`` stride-2 downsamplings, mirrored decoder, concatenated skips."""
+
+    in_channels: int = Field(3, ge=1, description="Channels of the input image (A)")
+    out_channels: int = Field(3, ge=1, description="Channels of the generated image (B)")
+    depth: int = Field(8, ge=1, description=DEPTH_HELP)
+    ngf: int = Field(64, ge=1, description="Width of the outermost encoder layer; doubles per level")
+    max_width: int = Field(512, ge=1, validate_default=True, description="Cap on the width of any layer")
+    norm: Literal["batch", "instance", "none"] = Field("batch", description="Normalisation after each conv")
+    block: Literal["unet", "residual"] = Field(
+        "unet", description="unet: the reference layers; residual: each layer adds a resampled 1x1 shortcut"
+    )
+    upsample: Literal["transposed", "resize_conv"] = Field(
+        "transposed", description="transposed: ConvTranspose2d 4x4 s2; resize_conv: Upsample + 3x3 conv"
+    )
+    resize_mode: Literal["bilinear", "nearest"] = Field(
+        "bilinear", description="Interpolation of resize_conv upsampling"
+    )
+    down_activation: Activation = Field("leaky_relu", description="Activation before each encoder conv")
+    up_activation: Activation = Field("relu", description="Activation before each decoder conv")
+    negative_slope: float = Field(0.2, ge=0, description="Slope of leaky_relu for x < 0")
+    dropout_layers: Optional[int] = Field(
+        None, ge=0, validate_default=True,
+        description=f"{DROPOUT_LAYERS_HELP} (null: as the reference, max(depth - 5, 0))",
+    )
+    dropout: float = Field(0.5, ge=0, lt=1, description="Dropout probability of those layers")
+    init: InitScheme = Field("normal", description="Weight initialisation scheme")
+    init_gain: Optional[float] = Field(
+        None, gt=0, description="normal: std; xavier, orthogonal: gain; kaiming: factor on the He std "
+                                "(null: 0.02 for normal, 1 otherwise)"
+    )
+
+    @field_validator("max_width")
+    @classmethod
+    def _width(cls, value: int, info: ValidationInfo) -> int:
+        ngf = info.data.get("ngf")
+        if ngf is not None and value < ngf:
+            raise ValueError(f"must be at least ngf ({ngf})")
+        return value
+
+    @field_validator("dropout_layers")
+    @classmethod
+    def _dropout_layers(cls, value: Optional[int], info: ValidationInfo) -> Optional[int]:
+        depth = info.data.get("depth")
+        if value is not None and depth is not None and value > max(depth - 2, 0):
+            raise ValueError(
+                f"{value} is too many for depth {depth}: only the {max(depth - 2, 0)} decoder layers "
+                "between the innermost and the outermost can have dropout"
+            )
+        return value
+
+
+class UNet256Options(UNetOptions):
+    """The reference ``unet_256``: 8 downsamplings (256 -> 1x1), dropout in 3 decoder layers."""
+
+    depth: int = Field(8, ge=1, description=DEPTH_HELP)
+    dropout_layers: Optional[int] = Field(3, ge=0, validate_default=True, description=DROPOUT_LAYERS_HELP)
+
+
+class UNet128Options(UNetOptions):
+    """The reference ``unet_128``: 7 downsamplings (128 -> 1x1), dropout in 2 decoder layers."""
+
+    depth: int = Field(7, ge=1, description=DEPTH_HELP)
+    dropout_layers: Optional[int] = Field(2, ge=0, validate_default=True, description=DROPOUT_LAYERS_HELP)
+
+
+class PatchGANOptions(Section):
+    """A PatchGAN discriminator: one real/fake logit per overlapping patch."""
+
+    input_channels: int = Field(3, ge=1, description="Channels of the input image A (the condition)")
+    target_channels: int = Field(3, ge=1, description="Channels of the real or generated image B")
+    conditional: bool = Field(True, description="Judge cat(A, B) (pix2pix) instead of B alone")
+    n_layers: int = Field(3, ge=1, description="Stride-2 convs; 3 gives the 70x70 patch")
+    ndf: int = Field(64, ge=1, description="Width of the first conv; doubles per layer")
+    max_width: int = Field(512, ge=1, validate_default=True, description="Cap on the width of any layer")
+    norm: Literal["batch", "instance", "none", "spectral"] = Field(
+        "batch", description="batch, instance or none after each inner conv; spectral: spectral norm on every conv"
+    )
+    negative_slope: float = Field(0.2, ge=0, description="Slope of the LeakyReLU activations")
+    init: InitScheme = Field("normal", description="Weight initialisation scheme")
+    init_gain: Optional[float] = Field(
+        None, gt=0, description="normal: std; xavier, orthogonal: gain; kaiming: factor on the He std "
+                                "(null: 0.02 for normal, 1 otherwise)"
+    )
+
+    @field_validator("max_width")
+    @classmethod
+    def _width(cls, value: int, info: ValidationInfo) -> int:
+        ndf = info.data.get("ndf")
+        if ndf is not None and value < ndf:
+            raise ValueError(f"must be at least ndf ({ndf})")
+        return value

@@ -1,0 +1,31 @@
+"""Entry point module: registration only. It must not import torch.
+
+Factories are given as ``"module:attribute"`` references, so torch is imported
+only when a model is built; the options models are torch-free.
+"""
+
+from __future__ import annotations
+
+from nectargan_core import hookimpl
+
+from .cli import models_group
+from .options import PatchGANOptions, UNet128Options, UNet256Options, UNetOptions
+
+
+@hookimpl
+def register_models(register):
+    register("unet_256", "nectargan_models.unet:build_unet_256", options=UNet256Options, role="generator",
+             description="Reference pix2pix UNet for 256x256 images: 8 downsamplings, 54.4M parameters")
+    register("unet_128", "nectargan_models.unet:build_unet_128", options=UNet128Options, role="generator",
+             description="Reference pix2pix UNet for 128x128 images: 7 downsamplings, 41.8M parameters")
+    register("unet", "nectargan_models.unet:build_unet", options=UNetOptions, role="generator",
+             description="Configurable UNet: depth, widths, norm, residual blocks, resize-conv upsampling")
+    register("patchgan_70", "nectargan_models.patchgan:build_patchgan", options=PatchGANOptions,
+             role="discriminator", description="Reference pix2pix PatchGAN: 70x70 patches, 30x30 logits at 256")
+    register("patchgan", "nectargan_models.patchgan:build_patchgan", options=PatchGANOptions,
+             role="discriminator", description="Configurable PatchGAN: layers, widths, batch/instance/spectral norm")
+
+
+@hookimpl
+def register_commands(cli):
+    cli.add_command(models_group)
