@@ -259,12 +259,16 @@ def validate_config(
         raise ConfigError("\n".join(f"{source}: {line}" for line in describe_errors(exc, model))) from None
 
 
-def describe_errors(exc: ValidationError, model: type[BaseModel]) -> list[str]:
-    """One line per validation error: ``key.path: problem (got value)``."""
+def describe_errors(exc: ValidationError, model: type[BaseModel], prefix: str = "") -> list[str]:
+    """One line per validation error: ``prefix.key.path: problem (got value)``.
+
+    ``prefix`` is the key path of ``model`` inside a larger config (e.g. ``loss``);
+    errors of the model as a whole are reported at the prefix itself.
+    """
     lines = []
     for error in exc.errors(include_url=False):
         loc = [str(part) for part in error["loc"]]
-        path = ".".join(loc) or "(top level)"
+        path = ".".join(loc)
         message = error["msg"]
         if message.startswith("Value error, "):
             message = message[len("Value error, "):]
@@ -278,18 +282,26 @@ def describe_errors(exc: ValidationError, model: type[BaseModel]) -> list[str]:
         elif "input" in error and error["type"] not in {"value_error", "assertion_error"}:
             shown = repr(error["input"])
             message = f"{message} (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
-        lines.append(f"{path}: {message}")
+        where = ".".join(part for part in (prefix, path) if part)
+        lines.append(f"{where}: {message}" if where else message)
     return lines
 
 
 def allowed_keys(model: type[BaseModel], loc: list[str]) -> list[str]:
     """The field names of the sub-model at ``loc`` (best effort, for error hints)."""
     current: Any = model
+    in_mapping = False  # the next part is a key of a dict[str, Model]
     for part in loc:
+        if in_mapping:
+            in_mapping = False
+            continue
         fields = getattr(current, "model_fields", None)
         if not fields or part not in fields:
             return []
         current = fields[part].annotation
+        if getattr(current, "__origin__", None) is dict:
+            current = current.__args__[1]
+            in_mapping = True
         for arg in getattr(current, "__args__", ()) or ():  # Optional[Model]
             if isinstance(arg, type) and issubclass(arg, BaseModel):
                 current = arg

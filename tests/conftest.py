@@ -1,34 +1,14 @@
-"""Shared fixtures: CLI runners and throw-away plugin distributions."""
+"""Fixtures for every test: fresh plugin loading, fake plugin distributions, the CLI."""
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 
 from nectargan_core.plugins import PluginHost, reset_plugins
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def make_fake_dist(root: Path, dist: str, module: str, source: str, entry_name: str | None = None,
-                   version: str = "0.1") -> Path:
-    """A plugin 'installed' as a module plus a ``*.dist-info`` folder in ``root``.
-
-    Putting ``root`` on sys.path (or PYTHONPATH) makes importlib.metadata find
-    its ``nectargan`` entry point, exactly as for a pip-installed distribution.
-    """
-    root.mkdir(parents=True, exist_ok=True)
-    (root / f"{module}.py").write_text(textwrap.dedent(source))
-    info = root / f"{dist.replace('-', '_')}-{version}.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
-    (info / "entry_points.txt").write_text(f"[nectargan]\n{entry_name or module} = {module}\n")
-    return root
+from support import make_fake_dist, run_cli
 
 
 @pytest.fixture
@@ -64,17 +44,6 @@ def _fresh_plugins():
     reset_plugins()
     yield
     reset_plugins()
-
-
-def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run the installed ``nectargan`` console script in a real subprocess."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}
-    full_env.update(env or {})
-    exe = Path(sys.executable).with_name("nectargan")
-    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "nectargan_core"]
-    return subprocess.run(command + list(args), cwd=cwd, env=full_env, capture_output=True,
-                          text=True, timeout=timeout)
 
 
 @pytest.fixture

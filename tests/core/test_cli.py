@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from support import run_cli
 
 NO_TORCH_PROBE = """
 import atexit, sys

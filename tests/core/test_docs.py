@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import ROOT, run_cli
+from support import ROOT, run_cli
 from nectargan_core import hookspecs
 from nectargan_core.config import CheckpointSection, LoopSection, RunSection
 from nectargan_core.builtin.console import ConsoleOptions

@@ -1,0 +1,203 @@
+"""The ``loss`` config section a GAN trainer embeds (no torch here).
+
+It starts from a registered spec and edits it without code::
+
+    loss:
+      spec: extended
+      gan_mode: lsgan
+      terms: {l1: {weight: 50}, sobel: {schedule: {name: linear, start_value: 3, end_value: 0, end: 50}}}
+      add: {ssim: {weight: 1}}
+      drop: [laplacian]
+
+When the config is validated with a registry (as ``nectargan`` does), every
+name and option is checked and errors name the key and the allowed values.
+:meth:`LossSection.resolve` turns the section into the final list of terms.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+from pydantic import BaseModel, Field, ValidationError, ValidationInfo, model_validator
+
+from nectargan_core.config import Section, describe_errors, registry_from
+from nectargan_core.errors import ConfigError, PluginError
+from nectargan_core.registry import Registry, unknown_name_message
+
+from .options import ScheduleChoice
+from .specs import GAN, LossSpec, TermSpec
+
+TERM_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_+-]{0,63}$")
+
+
+class TermEdit(Section):
+    """Changes to one term of the spec; unset keys keep the spec's values."""
+
+    weight: Optional[float] = Field(None, ge=0, description="New constant weight (0 turns the term off)")
+    schedule: Optional[ScheduleChoice] = Field(None, description="Weight schedule replacing the weight")
+    options: dict[str, Any] = Field(default_factory=dict, description="Loss options, merged over the spec's")
+
+    @model_validator(mode="after")
+    def _one_weight(self) -> "TermEdit":
+        if self.weight is not None and self.schedule is not None:
+            raise ValueError("give weight or schedule, not both")
+        return self
+
+
+class AddedTerm(Section):
+    """A generator term added by config: ``loss(fake_B, real_B)`` times its weight."""
+
+    loss: Optional[str] = Field(None, description="Registered loss name (default: the term's name)")
+    weight: float = Field(1.0, ge=0, description="Constant weight (ignored when schedule is set)")
+    schedule: Optional[ScheduleChoice] = Field(None, description="Weight schedule")
+    options: dict[str, Any] = Field(default_factory=dict, description="Options of the loss")
+
+
+class LossSection(Section):
+    """Loss terms: a registered spec, the GAN objective, and edits to the spec."""
+
+    spec: str = Field("basic", description="Registered loss spec (basic, extended, basic+vgg, extended+vgg, ...)")
+    gan_mode: str = Field("vanilla", description="GAN objective: vanilla, lsgan, hinge, wgan-gp, ...")
+    gan_options: dict[str, Any] = Field(default_factory=dict, description="Options of the GAN objective")
+    drop: list[str] = Field(default_factory=list, description="Spec terms to remove")
+    terms: dict[str, TermEdit] = Field(default_factory=dict, description="Edits to spec terms, by term name")
+    add: dict[str, AddedTerm] = Field(default_factory=dict, description="New generator terms, by term name")
+
+    @model_validator(mode="after")
+    def _check_names(self, info: ValidationInfo) -> "LossSection":
+        registry = registry_from(info)
+        if registry is not None:
+            resolve_terms(self, registry)
+        return self
+
+    def resolve(self, registry: Registry | None = None) -> "ResolvedLoss":
+        """The final terms with every option validated and filled; ConfigError if anything is wrong."""
+        if registry is None:
+            from nectargan_core.plugins import get_plugins
+
+            registry = get_plugins().registry
+        try:
+            return resolve_terms(self, registry)
+        except ValueError as exc:
+            raise ConfigError(f"loss: {exc}") from None
+
+
+@dataclass(frozen=True)
+class ResolvedLoss:
+    """A spec after the config's edits: what :class:`LossManager` builds."""
+
+    spec: str
+    gan_mode: str
+    gan_options: dict[str, Any]
+    terms: dict[str, TermSpec] = field(default_factory=dict)
+
+
+def load_spec(registry: Registry, name: str) -> LossSpec:
+    """The registered spec ``name`` (a :class:`LossSpec` or a mapping of one)."""
+    try:
+        component = registry.get("loss_spec", name)
+    except PluginError as exc:
+        raise ValueError(f"spec: {exc}") from None
+    obj = component.load()
+    if isinstance(obj, LossSpec):
+        return obj
+    try:
+        return LossSpec.model_validate(obj)
+    except ValidationError as exc:
+        raise ValueError(
+            f"spec: loss spec '{name}' from {component.provided_by} is invalid: "
+            + "; ".join(describe_errors(exc, LossSpec))
+        ) from None
+
+
+def gan_objectives(registry: Registry) -> list[str]:
+    """Registered losses that are GAN objectives (registered with ``gan=True``)."""
+    return [c.name for c in registry.all("loss") if c.meta.get("gan")]
+
+
+def resolve_terms(section: LossSection, registry: Registry) -> ResolvedLoss:
+    """Apply drop, terms and add to the spec; raise ValueError naming the key at fault."""
+    spec = load_spec(registry, section.spec)
+    objectives = gan_objectives(registry)
+    if section.gan_mode not in objectives:
+        raise ValueError("gan_mode: " + unknown_name_message("GAN objective", section.gan_mode, objectives))
+    gan_options = validated_options(registry, "loss", section.gan_mode, section.gan_options, "gan_options")
+
+    names = list(spec.terms)
+    for name in section.drop:
+        if name not in spec.terms:
+            raise ValueError(f"drop: {unknown_term(section.spec, name, names)}")
+    terms = {name: term for name, term in spec.terms.items() if name not in section.drop}
+    for name, edit in section.terms.items():
+        if name not in terms:
+            if name in section.drop:
+                raise ValueError(f"terms.{name}: the term is dropped; remove it from drop or from terms")
+            raise ValueError(f"terms: {unknown_term(section.spec, name, names)}")
+        base = terms[name]
+        if base.loss == GAN and edit.options:
+            raise ValueError(f"terms.{name}.options: the '{GAN}' term takes no options; set gan_options instead")
+        if edit.schedule is not None:
+            weight, schedule = base.weight, edit.schedule
+        elif edit.weight is not None:
+            weight, schedule = edit.weight, None
+        else:
+            weight, schedule = base.weight, base.schedule
+        terms[name] = TermSpec(loss=base.loss, role=base.role, weight=weight, schedule=schedule,
+                               options={**base.options, **edit.options})
+    pair_losses = [c.name for c in registry.all("loss") if not c.meta.get("gan")]
+    for name, added in section.add.items():
+        if not TERM_NAME.match(name):
+            raise ValueError(f"add.{name}: term names start with a letter and use letters, digits, _ + -")
+        if name in terms:
+            raise ValueError(f"add.{name}: the spec already has this term; edit it under terms, or drop it first")
+        loss = added.loss or name
+        if loss not in pair_losses:
+            hint = f" ('{loss}' is a GAN objective: choose it with gan_mode)" if loss in objectives else ""
+            raise ValueError(f"add.{name}.loss: " + unknown_name_message("loss", loss, pair_losses) + hint)
+        terms[name] = TermSpec(loss=loss, weight=added.weight, schedule=added.schedule, options=added.options)
+
+    final: dict[str, TermSpec] = {}
+    for name, term in terms.items():
+        where = f"add.{name}" if name in section.add else f"terms.{name}"
+        if term.loss in objectives:
+            raise ValueError(f"{where}: '{term.loss}' is a GAN objective; use loss '{GAN}' and set gan_mode")
+        options = term.options
+        if term.loss != GAN:
+            options = validated_options(registry, "loss", term.loss, term.options, where, ".options")
+        schedule = term.schedule
+        if schedule is not None:
+            checked = validated_options(registry, "schedule", schedule.name, schedule.options, f"{where}.schedule")
+            schedule = ScheduleChoice(name=schedule.name, **checked)
+        final[name] = TermSpec(loss=term.loss, role=term.role, weight=term.weight, schedule=schedule,
+                               options=options)
+    return ResolvedLoss(spec=section.spec, gan_mode=section.gan_mode, gan_options=gan_options, terms=final)
+
+
+def validated_options(registry: Registry, kind: str, name: str, options: Mapping[str, Any],
+                      where: str, nested: str = "") -> dict[str, Any]:
+    """``options`` checked against the part's options model, defaults filled.
+
+    Errors name ``where`` (the part) or ``where + nested + .key`` (an option).
+    """
+    try:
+        model: type[BaseModel] | None = registry.get(kind, name).options
+    except PluginError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    if model is None:
+        if options:
+            raise ValueError(f"{where}{nested}: {kind} '{name}' takes no options (got {', '.join(map(str, options))})")
+        return {}
+    try:
+        validated = model.model_validate(dict(options), context={"registry": registry})
+    except ValidationError as exc:
+        raise ValueError("; ".join(describe_errors(exc, model, prefix=f"{where}{nested}"))) from None
+    return validated.model_dump(mode="json")
+
+
+def unknown_term(spec: str, name: str, names: list[str]) -> str:
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    return f"loss spec '{spec}' has no term '{name}'{hint}; its terms: {', '.join(names)}"
