@@ -27,7 +27,8 @@ class ConsoleOptions(Section):
 
 
 def format_values(values: Mapping[str, Any], limit: int = 8) -> str:
-    items = list(values.items())[:limit]
+    """``name value`` pairs; dotted keys (``G/l1.raw``, ``D/gan_d.weight``) are details left to the log."""
+    items = [(k, v) for k, v in values.items() if "." not in k][:limit]
     return "  ".join(f"{k} {v:.4g}" if isinstance(v, (int, float)) else f"{k} {v}" for k, v in items)
 
 

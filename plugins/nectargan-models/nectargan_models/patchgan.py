@@ -104,6 +104,7 @@ class PatchGAN(nn.Module):
         if n_layers < 1:
             raise ValueError(f"n_layers must be at least 1, got {n_layers}")
         self.n_layers = n_layers
+        self.conditional = conditional
         self.in_channels = input_channels + target_channels if conditional else target_channels
         self.geometry = patch_geometry(n_layers)
         widths = [min(ndf * 2**i, max_width) for i in range(n_layers + 1)]
