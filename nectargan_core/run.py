@@ -31,6 +31,7 @@ from .checkpoint import load_checkpoint
 from .config import CoreConfig, dump_yaml, load_config, load_file
 from .device import resolve_device, seed_everything, set_deterministic
 from .errors import CheckpointError, ConfigError, PluginError
+from .guard import guard
 from .metrics import read_metrics
 from .plugins import PluginHost, env_flag, get_plugins, make_tracer
 from .rundir import RunDir, latest_run
@@ -69,8 +70,10 @@ class Run:
         # Registered first = called last: callbacks, visualizers, API plugins, then the trainer.
         for kind, section in (("callback", config.callbacks), ("visualizer", config.visualizers)):
             for name, options in section.items():
-                part = self.host.registry.get(kind, name, key=f"{kind}s")
-                self._register(part.load()(**options), f"{kind}:{name}")
+                part = self.host.registry.get(kind, name, key=f"{kind}s").load()(**options)
+                label = f"{kind} '{name}'"
+                self._register(guard(part, label, self.pm.parse_hookimpl_opts, self.host.strict),
+                               f"{kind}:{name}")
         for index, plugin in enumerate(plugins):
             self._register(plugin, f"api:{getattr(plugin, '__name__', type(plugin).__name__)}:{index}")
 

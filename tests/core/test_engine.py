@@ -258,3 +258,42 @@ def test_init_from_missing_file_is_a_clear_error(tmp_path):
     config["run"]["init_from"] = str(tmp_path / "nope.pt")
     with pytest.raises(CheckpointError, match="nope.pt: checkpoint file not found"):
         Run.create(config)
+
+
+def test_a_failing_callback_is_reported_once_and_disabled(tmp_path, capsys, monkeypatch):
+    from nectargan_toy.callbacks import Counter
+
+    calls = []
+
+    def broken(self):
+        calls.append(1)
+        raise ValueError("visualizer bug")
+
+    monkeypatch.setattr(Counter, "on_train_batch_end", hookimpl(broken))
+    config = toy_config(tmp_path, epochs=2)
+    config["callbacks"] = ["counter"]
+    run = Run.create(config).fit()
+    assert run.status()["status"] == "finished" and run.trainer.global_step == 4
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: callback 'counter' failed in on_train_batch_end: ValueError: visualizer bug; "
+                        "disabled for the rest of this run"]
+    assert calls == [1]
+    # the rest of the part's hooks are off too: its checkpoint state was never written
+    assert "counter" not in load_checkpoint(run.trainer.last_checkpoint)["plugins"]
+
+
+def test_strict_mode_lets_a_failing_callback_fail_the_run(tmp_path, monkeypatch):
+    from nectargan_core.plugins import PluginHost
+    from nectargan_toy.callbacks import Counter
+
+    def broken(self):
+        raise ValueError("visualizer bug")
+
+    monkeypatch.setattr(Counter, "on_train_batch_end", hookimpl(broken))
+    config = toy_config(tmp_path)
+    config["callbacks"] = ["counter"]
+    host = PluginHost({"NECTARGAN_STRICT_PLUGINS": "1"}).load_entry_points()
+    run = Run.create(config, host=host)
+    with pytest.raises(ValueError, match="visualizer bug"):
+        run.fit()
+    assert run.status()["status"] == "failed"
