@@ -355,9 +355,11 @@ def parse_override_value(raw: str) -> Any:
 
     Scalars stay strings and are converted by the config model (so ``007`` is a
     valid run name and ``1e-4`` a valid float); ``null``, ``[...]`` and
-    ``{...}`` are parsed as YAML.
+    ``{...}`` are parsed as YAML; a value in quotes is the string inside them.
     """
     stripped = raw.strip()
+    if len(stripped) >= 2 and stripped[0] == stripped[-1] and stripped[0] in "'\"":
+        return stripped[1:-1]  # quoted: always a string, e.g. --set 'name="{x}/y"'
     if stripped in {"null", "~", "None"}:
         return None
     if stripped[:1] in "[{":

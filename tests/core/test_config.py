@@ -45,7 +45,7 @@ def test_overrides_are_typed_by_the_model(registry):
     config = load_config({"trainer": "toy"}, [
         "loop.epochs=4", "toy.lr=1e-3", "run.deterministic=true", "run.name=007",
         "loop.max_steps=null", "toy.model.features=2", "visualizers=[console]",
-        "callbacks.recorder.path=/tmp/x.jsonl",
+        "callbacks.recorder.path=/tmp/x.jsonl", 'toy_extra.greeting="{hi}"',
     ], registry)
     assert config.loop.epochs == 4 and isinstance(config.loop.epochs, int)
     assert config.toy.lr == pytest.approx(1e-3)
@@ -54,6 +54,7 @@ def test_overrides_are_typed_by_the_model(registry):
     assert config.loop.max_steps is None
     assert config.toy.model.options == {"features": 2}
     assert config.callbacks == {"recorder": {"path": "/tmp/x.jsonl"}}
+    assert config.toy_extra.greeting == "{hi}"
 
 
 BAD = [
