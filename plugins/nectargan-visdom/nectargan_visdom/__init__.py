@@ -1,0 +1,1 @@
+"""Live training plots in visdom for NectarGAN runs, sent without ever slowing training."""
