@@ -29,6 +29,8 @@ def cli() -> None:
       nectargan config init -o run.yaml a commented starter config
       nectargan train -c run.yaml       train
       nectargan train --resume latest   continue the newest run exactly
+      nectargan runs                    every run, its status and best result
+      nectargan report RUN_DIR          one HTML page about a run
     """
 
 

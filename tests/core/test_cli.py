@@ -39,7 +39,7 @@ def test_version():
 
 def test_every_command_has_help_with_examples():
     for args in (["plugins", "list"], ["plugins", "show"], ["config", "show"], ["config", "validate"],
-                 ["config", "schema"], ["config", "init"], ["train"]):
+                 ["config", "schema"], ["config", "init"], ["train"], ["runs"], ["plot"], ["report"]):
         result = run_cli(*args, "--help")
         assert result.returncode == 0
         assert "Example" in result.stdout, args

@@ -44,7 +44,7 @@ def test_every_core_config_key_is_documented_with_its_default(section, model):
 def test_every_command_is_documented():
     text = (DOCS / "cli.md").read_text()
     for command in ("plugins list", "plugins show", "config show", "config validate", "config schema",
-                    "config init", "train"):
+                    "config init", "train", "runs", "plot", "report"):
         assert f"## `nectargan {command}`" in text
 
 

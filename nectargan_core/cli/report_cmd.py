@@ -1,0 +1,36 @@
+"""``nectargan report``: one self-contained HTML page about a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..rundir import RunDir
+
+
+@click.command("report")
+@click.argument("run_dir", metavar="RUN_DIR")
+@click.option("-o", "--output", metavar="FILE", default=None, help="Where to write (default: RUN_DIR/report.html).")
+@click.option("--smooth", metavar="N", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Moving average over N logging intervals in the loss plots (1: raw only).")
+@click.option("--max-examples", metavar="N", type=click.IntRange(min=0), default=24, show_default=True,
+              help="Embed at most N example grids, evenly spaced over the epochs (0: all).")
+def report_command(run_dir: str, output: str | None, smooth: int, max_examples: int) -> None:
+    """Write a single HTML file that describes a run and opens offline.
+
+    Status and checkpoints, the config (key settings and the full resolved
+    config), loss and validation curves, example grids over the epochs, test
+    metrics when 'nectargan test' wrote any, and timing. Images are embedded,
+    so the file can be copied, mailed or archived on its own.
+
+    \b
+    Examples:
+      nectargan report runs/facades/version_0
+      nectargan report runs/facades/version_0 -o facades.html --max-examples 0
+    """
+    from ..reporting.report import write_report
+
+    run = RunDir.open(run_dir)
+    path = write_report(run, Path(output) if output else None, smooth=smooth, max_examples=max_examples)
+    click.echo(f"wrote {path}")

@@ -1,0 +1,125 @@
+"""Loss, validation and learning-rate figures as PNG images.
+
+Figures are drawn on ``matplotlib.figure.Figure`` objects and rendered by the
+Agg canvas, never through pyplot: no GUI backend, no global figure state, and
+matplotlib is imported only when the first figure is drawn.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..atomic import atomic_write
+from ..errors import RunDirError
+from .history import History, Series, moving_average
+
+PANEL_SIZE = (4.8, 3.2)  # inches per subplot; at 100 dpi a 480x320 px panel
+MAX_COLUMNS = 3
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One rendered figure: ``name`` is its file stem, ``png`` the encoded image."""
+
+    name: str
+    title: str
+    png: bytes
+
+
+def render_plots(history: History, smooth: int = 10, details: bool = False) -> list[Plot]:
+    """Every figure the log supports: one per network's losses, then validation, then learning rates."""
+    plots = [loss_plot(network, curves, smooth) for network, curves in history.losses(details).items()]
+    validation = history.validation()
+    if validation:
+        plots.append(validation_plot(validation))
+    rates = history.learning_rates()
+    if rates:
+        plots.append(learning_rate_plot(rates))
+    return plots
+
+
+def write_plots(plots: list[Plot], out_dir: Path) -> list[Path]:
+    """Write each plot as ``out_dir/<name>.png`` (atomically: a viewer never sees half a file)."""
+    written = []
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for plot in plots:
+            path = out_dir / f"{plot.name}.png"
+            atomic_write(path, lambda handle, png=plot.png: handle.write(png))
+            written.append(path)
+    except OSError as exc:
+        raise RunDirError(f"{out_dir}: cannot write plots there ({exc.strerror}); choose a folder with -o") from None
+    return written
+
+
+def loss_plot(network: str, curves: dict[str, Series], smooth: int) -> Plot:
+    """One panel per loss term: the logged interval means, faint, under their moving average."""
+    title = f"{network} losses" if network else "losses"
+    figure, axes = new_figure(title, len(curves))
+    for ax, (key, series) in zip(axes, curves.items()):
+        smoothed = smooth > 1
+        ax.plot(series.x, series.y, color="C0", linewidth=1, alpha=0.35 if smoothed else 1.0, label="raw",
+                marker=single_point(series))
+        if smoothed:
+            ax.plot(series.x, moving_average(series.y, smooth), color="C0", linewidth=1.8,
+                    label=f"moving average ({smooth})")
+        style(ax, key)
+    axes[0].legend(fontsize="small")
+    return Plot(f"losses-{file_stem(network)}" if network else "losses", title, to_png(figure))
+
+
+def validation_plot(curves: dict[str, Series]) -> Plot:
+    figure, axes = new_figure("validation metrics", len(curves))
+    for ax, (name, series) in zip(axes, curves.items()):
+        ax.plot(series.x, series.y, color="C1", marker="o", markersize=3)
+        style(ax, name)
+    return Plot("validation", "validation metrics", to_png(figure))
+
+
+def learning_rate_plot(curves: dict[str, Series]) -> Plot:
+    figure, (ax,) = new_figure("learning rates", 1)
+    for name, series in curves.items():
+        ax.plot(series.x, series.y, label=name, marker=single_point(series))
+    style(ax, "")
+    ax.legend(fontsize="small")
+    return Plot("learning-rates", "learning rates", to_png(figure))
+
+
+def new_figure(title: str, panels: int) -> tuple[Any, list[Any]]:
+    """A figure with ``panels`` subplots in rows of at most MAX_COLUMNS."""
+    from matplotlib.figure import Figure
+
+    columns = min(panels, MAX_COLUMNS)
+    rows = math.ceil(panels / columns)
+    figure = Figure(figsize=(PANEL_SIZE[0] * columns, PANEL_SIZE[1] * rows + 0.4), layout="constrained")
+    figure.suptitle(title)
+    axes = figure.subplots(rows, columns, squeeze=False).ravel().tolist()
+    for unused in axes[panels:]:
+        unused.set_visible(False)
+    return figure, axes[:panels]
+
+
+def style(ax: Any, title: str) -> None:
+    ax.set_title(title, fontsize="medium")
+    ax.set_xlabel("epoch")
+    ax.grid(alpha=0.3)
+
+
+def single_point(series: Series) -> str | None:
+    """A marker when a curve has one point, which a line alone would not show."""
+    return "o" if len(series.x) == 1 else None
+
+
+def file_stem(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", name)
+
+
+def to_png(figure: Any) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    return buffer.getvalue()

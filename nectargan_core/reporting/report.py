@@ -1,0 +1,338 @@
+"""The run report: one self-contained HTML file that can be mailed, archived or opened offline.
+
+Images are embedded as base64 ``data:`` URIs and the stylesheet is inline;
+the page loads nothing from anywhere and runs no script.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence, TypeVar
+
+import yaml
+
+from ..atomic import atomic_write_text
+from ..builtin.console import format_seconds
+from ..checkpoint import sidecar_path
+from ..errors import RunDirError
+from ..rundir import RunDir
+from .history import History, to_float
+from .plots import Plot, render_plots
+from .runs import RunSummary, read_config, summarize
+from .timing import Timing, timing_of
+
+EXAMPLE_NAME = re.compile(r"^epoch(\d+)\.png$")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+CORE_SECTIONS = ("run", "loop", "checkpoint")
+PART_LISTS = ("visualizers", "callbacks")
+T = TypeVar("T")
+
+STYLE = """
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d1d1f; margin: 0 auto;
+       max-width: 1500px; padding: 0 24px 48px; }
+h1 { margin: 24px 0 4px; font-size: 1.6em; } h2 { margin-top: 36px; border-bottom: 1px solid #ddd; }
+nav a { margin-right: 14px; } .meta { color: #555; }
+table { border-collapse: collapse; margin: 8px 0; } td, th { padding: 3px 12px 3px 0; text-align: left;
+        vertical-align: top; } th { color: #555; font-weight: 600; } td.num { text-align: right;
+        font-variant-numeric: tabular-nums; }
+code, pre { font: 13px/1.4 ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
+pre { background: #f6f6f6; padding: 12px; overflow-x: auto; }
+.status { padding: 1px 8px; border-radius: 9px; color: #fff; background: #777; }
+.status.finished { background: #2e7d32; } .status.running { background: #1565c0; }
+.status.failed { background: #c62828; } .status.interrupted { background: #ef6c00; }
+.gallery { display: flex; flex-wrap: wrap; gap: 18px; }
+figure { margin: 0; } figcaption { color: #555; font-size: 0.9em; }
+img { max-width: 100%; height: auto; border: 1px solid #eee; }
+"""
+
+
+# -- what goes into the report ------------------------------------------------
+@dataclass(frozen=True)
+class Image:
+    """A PNG to embed, with the text shown under it (and read by screen readers)."""
+
+    caption: str
+    png: bytes
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Mean scores of one ``test/<name>/`` folder, and of its output = input baseline if recorded."""
+
+    name: str
+    mean: dict[str, float]
+    baseline: dict[str, float] | None
+
+
+def sample_evenly(items: Sequence[T], limit: int) -> list[T]:
+    """At most ``limit`` items (0: all), evenly spread and always keeping the first and the last."""
+    if limit <= 0 or len(items) <= limit:
+        return list(items)
+    if limit == 1:
+        return [items[-1]]
+    step = (len(items) - 1) / (limit - 1)
+    return [items[round(i * step)] for i in range(limit)]
+
+
+def example_images(run: RunDir, limit: int) -> tuple[list[Image], int]:
+    """The example grids in epoch order (sampled down to ``limit``), and how many there are."""
+    def epoch(path: Path) -> int:
+        match = EXAMPLE_NAME.match(path.name)
+        return int(match.group(1)) if match else -1
+
+    paths = sorted(run.examples.glob("*.png"), key=lambda p: (epoch(p), p.name)) if run.examples.is_dir() else []
+    complete = [path for path in paths if is_png(path)]  # not one a writer has left half-done
+    images = [Image(f"epoch {epoch(path)}" if epoch(path) >= 0 else path.stem, path.read_bytes())
+              for path in sample_evenly(complete, limit)]
+    return images, len(complete)
+
+
+def is_png(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(len(PNG_SIGNATURE)) == PNG_SIGNATURE
+
+
+def numbers(mapping: Any) -> dict[str, float]:
+    """The numeric entries of a mapping (null counts as a number we do not know)."""
+    if not isinstance(mapping, Mapping):
+        return {}
+    return {str(k): to_float(v) for k, v in mapping.items()
+            if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))}
+
+
+def read_evaluations(run: RunDir) -> list[Evaluation]:
+    """``RUN_DIR/test/*/metrics.json``: a ``mean`` mapping, or else the file's top-level numbers."""
+    results = []
+    for path in sorted((run.path / "test").glob("*/metrics.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, Mapping):
+            continue
+        mean = numbers(data["mean"]) if isinstance(data.get("mean"), Mapping) else numbers(data)
+        baseline = data.get("baseline")
+        base_mean = numbers(baseline.get("mean")) if isinstance(baseline, Mapping) else {}
+        if mean:
+            results.append(Evaluation(path.parent.name, mean, base_mean or None))
+    return results
+
+
+def batch_size_of(config: Mapping[str, Any]) -> int | None:
+    """The training batch size: the first ``<section>.batch_size`` outside the core sections."""
+    for name, section in config.items():
+        if name not in CORE_SECTIONS and isinstance(section, Mapping):
+            value = section.get("batch_size")
+            if isinstance(value, int) and value > 0:
+                return value
+    return None
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            yield from flatten(value, f"{path}.")
+        else:
+            yield path, value
+
+
+def key_settings(config: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The settings runs are told apart by (the full config is shown beside them).
+
+    The trainer, the core sections, each other section's own values, the name
+    of every part chosen inside one (``models.generator.name``), and the
+    enabled visualizers and callbacks.
+    """
+    rows: list[tuple[str, Any]] = [("trainer", config.get("trainer"))]
+    for key, value in flatten({k: v for k, v in config.items() if k not in ("trainer", *PART_LISTS)}):
+        parts = key.split(".")
+        if parts[0] in CORE_SECTIONS or len(parts) == 2 or parts[-1] == "name":
+            rows.append((key, value))
+    rows += [(name, ", ".join(config.get(name) or {}) or "none") for name in PART_LISTS]
+    return rows
+
+
+# -- rendering -----------------------------------------------------------------
+def esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def fmt(value: Any) -> str:
+    """Numbers to 4 significant digits; the rest as YAML writes them (null, true, [a, b])."""
+    if isinstance(value, float):
+        return f"{value:.4g}" if math.isfinite(value) else "n/a" if math.isnan(value) else str(value)
+    if isinstance(value, str):
+        return value
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+
+
+def img(image: Image, captioned: bool = True) -> str:
+    """An embedded PNG with its pixel size, so the page lays out before it decodes."""
+    width = int.from_bytes(image.png[16:20], "big")
+    height = int.from_bytes(image.png[20:24], "big")
+    data = base64.b64encode(image.png).decode("ascii")
+    caption = f"<figcaption>{esc(image.caption)}</figcaption>" if captioned else ""
+    return (f'<figure><img src="data:image/png;base64,{data}" width="{width}" height="{height}" '
+            f'alt="{esc(image.caption)}">{caption}</figure>')
+
+
+def table(rows: Iterable[Sequence[Any]], header: Sequence[str] = ()) -> str:
+    """A data table when ``header`` is given (numbers right-aligned), else a label | value list."""
+    if header:
+        head = "<tr>" + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr>"
+        body = "".join("<tr>" + "".join(data_cell(cell) for cell in row) + "</tr>" for row in rows)
+        return f"<table>{head}{body}</table>"
+    body = "".join(f"<tr><th>{esc(label)}</th><td>{esc(fmt(value))}</td></tr>" for label, value in rows)
+    return f"<table>{body}</table>"
+
+
+def data_cell(cell: Any) -> str:
+    numeric = isinstance(cell, (int, float)) and not isinstance(cell, bool)
+    return f'<td class="num">{esc(fmt(cell))}</td>' if numeric else f"<td>{esc(fmt(cell))}</td>"
+
+
+def sidecar_position(path: Path) -> list[str]:
+    """Epoch and step of a checkpoint, from its JSON sidecar (no torch needed)."""
+    try:
+        meta = json.loads(sidecar_path(path).read_text())
+        return [f"epoch {int(meta['epoch'])}", f"step {int(meta['global_step'])}"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def checkpoint_text(run: RunDir, path: Path | None, note: str | None = None) -> str:
+    if path is None:
+        return "none"
+    details = sidecar_position(path) + ([note] if note else [])
+    return str(path.relative_to(run.path)) + (f" ({', '.join(details)})" if details else "")
+
+
+def run_body(run: RunDir, summary: RunSummary, history: History) -> str:
+    best = (f"{summary.best_metric} {fmt(summary.best_value)}"
+            if summary.best_metric and summary.best_value is not None else None)
+    rows: list[tuple[str, Any]] = [
+        ("directory", str(run.path.resolve())),
+        ("status", summary.status_text),
+        ("epochs", f"{summary.epochs} of {summary.epochs_total}" if summary.epochs_total else summary.epochs),
+        ("steps", summary.steps),
+        ("latest checkpoint", checkpoint_text(run, summary.latest_checkpoint)),
+        ("best checkpoint", checkpoint_text(run, summary.best_checkpoint, best)),
+    ]
+    if summary.reason:
+        rows.append(("stop reason", summary.reason))
+    if summary.error:
+        rows.append(("error", summary.error))
+    if summary.updated is not None:
+        rows.append(("status updated", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(summary.updated))))
+    validations = history.of("val")
+    if validations:
+        last = validations[-1]
+        values = ", ".join(f"{k} {fmt(to_float(v))}" for k, v in last.get("metrics", {}).items())
+        rows.append((f"last validation (epoch {int(last.get('epoch', 0)) + 1})", values or "no metrics"))
+    return table(rows)
+
+
+def config_body(config: Mapping[str, Any]) -> str:
+    full = esc(yaml.safe_dump(dict(config), sort_keys=False, default_flow_style=False))
+    return (f"{table(key_settings(config))}<details><summary>Full resolved config (config.yaml)</summary>"
+            f"<pre>{full}</pre></details>")
+
+
+def curves_body(plots: list[Plot], smooth: int) -> str:
+    if not plots:
+        return "<p>No metrics recorded yet.</p>"
+    note = (f"<p>Loss terms: the mean of each logging interval (faint) and its moving average over "
+            f"{smooth} intervals, by fractional epoch.</p>" if smooth > 1 else "")
+    figures = "".join(img(Image(plot.title, plot.png), captioned=False) for plot in plots)
+    return f'{note}<div class="gallery">{figures}</div>'
+
+
+def examples_body(images: list[Image], total: int) -> str:
+    if not images:
+        return "<p>The trainer wrote no example images.</p>"
+    shown = f"all {total}" if len(images) == total else f"{len(images)} of {total}, evenly spaced"
+    return (f"<p>Each grid shows input | output | target after the epoch named below ({shown}).</p>"
+            + "".join(img(image) for image in images))
+
+
+def evaluations_body(results: list[Evaluation]) -> str:
+    metrics = list(dict.fromkeys(name for result in results for name in result.mean))
+    rows: list[list[Any]] = []
+    for result in results:
+        rows.append([result.name, *(result.mean.get(m) for m in metrics)])
+        if result.baseline:
+            rows.append([f"{result.name} (baseline: output = input)", *(result.baseline.get(m) for m in metrics)])
+    return f"<p>Mean scores of each <code>test/</code> folder.</p>{table(rows, ['test', *metrics])}"
+
+
+def timing_body(timing: Timing, batch_size: int | None) -> str:
+    if not timing.steps:
+        return "<p>No timed steps yet.</p>"
+    rows: list[tuple[str, Any]] = [
+        ("s/iter (median over logging intervals)", timing.seconds_per_step),
+        ("s/iter including validation and checkpoints", timing.overall_seconds_per_step),
+    ]
+    if timing.images_per_second is not None:
+        rows.append((f"img/s (batch size {batch_size})", timing.images_per_second))
+    rows += [("steps timed", timing.steps), ("training wall time", format_seconds(timing.wall_seconds))]
+    if timing.sessions > 1:
+        rows.append(("sessions (each resume starts one)", timing.sessions))
+    durations = [seconds for _, seconds in timing.epoch_seconds]
+    if not durations:
+        return table(rows)
+    spread = (sum(durations) / len(durations), min(durations), max(durations))
+    rows.append(("epoch seconds: mean / min / max", " / ".join(fmt(v) for v in spread)))
+    every = table(timing.epoch_seconds, ["epoch", "seconds"])
+    return f"{table(rows)}<details><summary>Every epoch</summary>{every}</details>"
+
+
+def page(title: str, header: str, sections: list[tuple[str, str, str]]) -> str:
+    """The HTML document: ``sections`` are ``(anchor, heading, body)``."""
+    nav = " ".join(f'<a href="#{anchor}">{esc(heading)}</a>' for anchor, heading, _ in sections)
+    body = "".join(f'<section id="{anchor}"><h2>{esc(heading)}</h2>{content}</section>'
+                   for anchor, heading, content in sections)
+    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{esc(title)}</title><style>{STYLE}</style></head>"
+            f"<body><header>{header}<nav>{nav}</nav></header>{body}</body></html>\n")
+
+
+def build_report(run: RunDir, *, smooth: int = 10, max_examples: int = 24) -> str:
+    """The report page for ``run`` as an HTML string."""
+    history = History.read(run.metrics_file)
+    config = read_config(run)
+    summary = summarize(run, history, config)
+    batch_size = batch_size_of(config)
+    results = read_evaluations(run)
+    sections = [
+        ("run", "Run", run_body(run, summary, history)),
+        ("config", "Config", config_body(config)),
+        ("curves", "Curves", curves_body([] if history.empty else render_plots(history, smooth), smooth)),
+        ("examples", "Examples", examples_body(*example_images(run, max_examples))),
+        *([("test", "Test metrics", evaluations_body(results))] if results else []),
+        ("timing", "Timing", timing_body(timing_of(history.records, batch_size), batch_size)),
+    ]
+    header = (f"<h1>{esc(summary.label)}</h1><p class=\"meta\">trainer <b>{esc(config.get('trainer'))}</b> "
+              f"&middot; <span class=\"status {esc(summary.status)}\">{esc(summary.status_text)}</span> "
+              f"&middot; report written {time.strftime('%Y-%m-%d %H:%M:%S')}</p>")
+    return page(f"NectarGAN report: {summary.label}", header, sections)
+
+
+def write_report(run: RunDir, output: Path | None = None, **options: int) -> Path:
+    """Write the report (default ``RUN_DIR/report.html``) atomically; returns its path."""
+    path = output if output is not None else run.path / "report.html"
+    document = build_report(run, **options)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, document)
+    except OSError as exc:
+        raise RunDirError(f"{path}: cannot write the report there ({exc.strerror}); choose a file with -o") from None
+    return path

@@ -1,0 +1,133 @@
+"""One summary per run directory: what state it is in, how far it got, what it produced."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import yaml
+
+from ..errors import RunDirError
+from ..rundir import VERSION_PATTERN, RunDir, iter_runs
+from .history import History
+
+
+def read_config(run: RunDir) -> dict[str, Any]:
+    """The run's resolved config as plain data (no plugins needed to read it)."""
+    try:
+        data = yaml.safe_load(run.config_file.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise RunDirError(f"{run.config_file}: cannot read the run's config: {exc}") from None
+    return data if isinstance(data, dict) else {}
+
+
+def process_alive(pid: Any) -> bool:
+    """Whether process ``pid`` exists on this machine (EPERM: it does, under another user)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def effective_status(status: Mapping[str, Any]) -> tuple[str, str | None]:
+    """``(status, note)`` to show for a recorded status.
+
+    A run recorded as running whose process is gone was killed without a
+    chance to say so (SIGKILL, out of memory, a reboot): it is interrupted.
+    """
+    recorded = str(status.get("status", "unknown"))
+    if recorded == "running" and not process_alive(status.get("pid")):
+        return "interrupted", "process gone"
+    return recorded, None
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What ``nectargan runs`` shows about a run, and what the report's header and status come from."""
+
+    path: Path
+    name: str
+    version: int | None
+    status: str
+    note: str | None
+    epochs: int
+    epochs_total: int | None
+    steps: int
+    best_metric: str | None
+    best_mode: str
+    best_value: float | None
+    latest_checkpoint: Path | None
+    best_checkpoint: Path | None
+    reason: str | None
+    error: str | None
+    updated: float | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}/version_{self.version}" if self.version is not None else self.path.name
+
+    @property
+    def status_text(self) -> str:
+        return f"{self.status} ({self.note})" if self.note else self.status
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: paths as strings."""
+        return {
+            "name": self.name, "version": self.version, "path": str(self.path),
+            "status": self.status, "note": self.note, "reason": self.reason, "error": self.error,
+            "updated": self.updated,
+            "epochs": self.epochs, "epochs_total": self.epochs_total, "steps": self.steps,
+            "best_metric": self.best_metric, "best_mode": self.best_mode, "best_value": self.best_value,
+            "latest_checkpoint": str(self.latest_checkpoint) if self.latest_checkpoint else None,
+            "best_checkpoint": str(self.best_checkpoint) if self.best_checkpoint else None,
+        }
+
+
+def summarize(run: RunDir, history: History | None = None, config: Mapping[str, Any] | None = None) -> RunSummary:
+    """The summary of one run (pass ``history``/``config`` when they are already loaded).
+
+    Progress is also read from the metrics log, because status.json is
+    written only when training starts and stops.
+    """
+    history = history if history is not None else History.read(run.metrics_file)
+    config = config if config is not None else read_config(run)
+    status = run.read_status()
+    state, note = effective_status(status)
+    checkpoint = config.get("checkpoint") or {}
+    best_metric = checkpoint.get("best_metric")
+    best_mode = checkpoint.get("best_mode", "min")
+    epochs = [int(r.get("epoch", -1)) + 1 for r in history.of("epoch")]
+    steps = [int(r.get("step", 0)) for r in history.of("train")]
+    version = VERSION_PATTERN.match(run.path.name)
+    return RunSummary(
+        path=run.path,
+        name=run.path.parent.name,
+        version=int(version.group(1)) if version else None,
+        status=state,
+        note=note,
+        epochs=max([int(status.get("epoch") or 0), *epochs]),
+        epochs_total=(config.get("loop") or {}).get("epochs"),
+        steps=max([int(status.get("step") or 0), *steps]),
+        best_metric=best_metric,
+        best_mode=best_mode,
+        best_value=history.best(best_metric, best_mode) if best_metric else None,
+        latest_checkpoint=run.latest_checkpoint(),
+        best_checkpoint=run.best_checkpoint if run.best_checkpoint.is_file() else None,
+        reason=status.get("reason"),
+        error=status.get("error"),
+        updated=status.get("updated"),
+    )
+
+
+def list_runs(root: str | Path) -> Iterator[RunSummary]:
+    """Summaries of every run under ``root`` (``NAME/version_N``), by name then version number."""
+    for run in iter_runs(root):
+        yield summarize(run)
+
