@@ -15,6 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 #: Source-only requirements whose build needs the constraints in build-constraints.txt.
 OLD_SETUPTOOLS_SDISTS = ["visdom"]
+#: Optional extras the tests exercise (ONNX export parity through onnxruntime).
+EXTRAS = {"nectargan-pix2pix": "[onnx]"}
 
 
 def main() -> int:
@@ -22,7 +24,7 @@ def main() -> int:
         p.parent for pattern in ("plugins/*/pyproject.toml", "tests/plugins/*/pyproject.toml")
         for p in ROOT.glob(pattern)
     )
-    targets = [f"{ROOT}[test]"] + [str(p) for p in folders[1:]]
+    targets = [f"{ROOT}[test]"] + [f"{p}{EXTRAS.get(p.name, '')}" for p in folders[1:]]
     print("installing:", ", ".join(p.name or str(p) for p in folders), flush=True)
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "-c", str(ROOT / "constraints.txt")]
     # Built alone first: PIP_CONSTRAINT (unlike -c) reaches pip's isolated build

@@ -1,0 +1,44 @@
+"""``nectargan export``: the generator as ONNX or TorchScript, with a parity check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from .options import SizeType, checkpoint_option
+
+
+@click.command("export")
+@click.argument("target", metavar="RUN_DIR|CHECKPOINT", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["onnx", "torchscript"]), required=True,
+              help="onnx (needs nectargan-pix2pix[onnx]) or torchscript.")
+@checkpoint_option
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Output file (default: RUN_DIR/export/<checkpoint>.onnx or .torchscript.pt).")
+@click.option("--size", type=SizeType(), metavar="N|HxW", default=None,
+              help="Input size N or HxW (default: the training crop size).")
+@click.option("--opset", type=click.IntRange(min=7), default=18, show_default=True, help="ONNX opset version.")
+@click.option("--tolerance", type=click.FloatRange(min=0), default=1e-4, show_default=True,
+              help="Largest accepted |export - pytorch| difference.")
+def export_command(target: Path, fmt: str, which: str, output: Optional[Path], size: Optional[tuple[int, int]],
+                   opset: int, tolerance: float) -> None:
+    """Export the generator (eval mode, dynamic batch axis) and check it against PyTorch.
+
+    The export is run on random batches of 2 and 1 and compared with the
+    PyTorch model (ONNX through onnxruntime when installed; TorchScript by
+    loading the file back); a difference above --tolerance exits with 1.
+    A sidecar <file>.json records input and output names, shapes, channels,
+    the [-1, 1] range, the checkpoint, its epoch and the parity result.
+
+    \b
+    Examples:
+      nectargan export runs/facades/version_0 --format onnx
+      nectargan export runs/facades/version_0 --format torchscript --checkpoint best -o g.pt
+    """
+    from ..export import export_generator
+
+    report = export_generator(target, which, fmt=fmt, output=output, size=size, opset=opset, tolerance=tolerance)
+    click.echo(report.parity.describe())
+    click.echo(f"wrote {report.path} ({report.size[0]}x{report.size[1]}, dynamic batch) and {report.sidecar.name}")

@@ -1,0 +1,44 @@
+"""Options shared by the generator commands, and the parsing they need (torch-free)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Optional
+
+import click
+
+from nectargan_core.config import DEVICE_PATTERN
+
+SIZE_PATTERN = re.compile(r"^(\d+)(?:x(\d+))?$")
+
+
+class SizeType(click.ParamType):
+    """``N`` (a square) or ``HxW``, as ``(height, width)``."""
+
+    name = "N|HxW"
+
+    def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> tuple[int, int]:
+        if isinstance(value, tuple):
+            return value
+        match = SIZE_PATTERN.match(str(value).strip())
+        if not match or int(match.group(1)) == 0 or match.group(2) == "0":
+            self.fail(f"{value!r} is not a size; use N (square) or HxW, e.g. 256 or 256x512", param, ctx)
+        height = int(match.group(1))
+        return height, int(match.group(2) or height)
+
+
+def check_device(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if not DEVICE_PATTERN.match(value):
+        raise click.BadParameter(f"{value!r}: use auto, cpu, cuda, cuda:N or mps", ctx, param)
+    return value
+
+
+def checkpoint_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--checkpoint", "which", metavar="latest|best|EPOCH", default="latest", show_default=True,
+                        help="Which checkpoint of a run directory (ignored for a checkpoint file).")(func)
+
+
+def device_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--device", metavar="DEVICE", default="auto", show_default=True, callback=check_device,
+                        help="auto, cpu, cuda, cuda:N or mps.")(func)
+

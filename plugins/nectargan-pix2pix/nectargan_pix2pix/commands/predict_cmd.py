@@ -1,0 +1,56 @@
+"""``nectargan predict``: translate image files and folders with a trained generator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from .options import SizeType, checkpoint_option, device_option
+
+
+@click.command("predict")
+@click.argument("target", metavar="CHECKPOINT|RUN_DIR", type=click.Path(path_type=Path))
+@click.argument("inputs", metavar="INPUTS...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--out", "out_dir", required=True, type=click.Path(path_type=Path),
+              help="Output folder (created if needed).")
+@checkpoint_option
+@click.option("--batch-size", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Images per forward pass (images of the same input size are batched together).")
+@device_option
+@click.option("-r", "--recursive", is_flag=True, help="Search input folders recursively (sub-folders are mirrored).")
+@click.option("--pad", "fit", flag_value="pad", default=True,
+              help="Default: reflect-pad to the next multiple the generator accepts; outputs cropped back.")
+@click.option("--crop", "fit", flag_value="crop",
+              help="Centre-crop to --size (default: the largest multiples that fit); outputs are the crop.")
+@click.option("--resize", "fit", flag_value="resize",
+              help="Resize to --size (default: the training size) and the output back to the input's size.")
+@click.option("--size", type=SizeType(), metavar="N|HxW", default=None, help="Side N or HxW for --crop and --resize.")
+def predict_command(target: Path, inputs: tuple[Path, ...], out_dir: Path, which: str, batch_size: int,
+                    device: str, recursive: bool, fit: str, size: Optional[tuple[int, int]]) -> None:
+    """Run a trained generator on images; write one PNG per input, named after it.
+
+    INPUTS are image files and folders (sorted; .bmp .jpeg .jpg .png .tif .tiff
+    .webp). Images are converted to the channels the generator was trained on
+    (grey to RGB, alpha dropped; 16-bit keeps its full range) and may have any
+    size: the generator needs multiples of 2**depth, so by default each image
+    is reflect-padded up to the next multiple and its output cropped back.
+
+    \b
+    Examples:
+      nectargan predict runs/facades/version_0 photos/ -o out/
+      nectargan predict runs/facades/version_0/checkpoints/best.pt a.png b.jpg -o out/ --batch-size 8
+      nectargan predict runs/facades/version_0 big/ -o out/ --resize --size 256
+    """
+    from ..files import plan
+
+    jobs = plan(inputs, out_dir, recursive)  # torch-free: path and header errors come before torch loads
+
+    from nectargan_core.device import resolve_device
+
+    from ..predictor import predict_jobs
+
+    report = predict_jobs(target, jobs, out_dir, which=which, batch_size=batch_size, device=resolve_device(device),
+                          fit=fit, size=size)
+    click.echo(report.summary())

@@ -1,0 +1,33 @@
+"""The pix2pix data layer: paired datasets, augmentations, loaders and dataset tools.
+
+Importing this package does not import torch (the plugin module and the CLI
+import :mod:`.options` through it); the torch parts load on first access::
+
+    from nectargan_pix2pix.data import PairedDataOptions, PairedDataset, build_dataloader
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import DatasetError, DownloadError
+from .options import PairedDataOptions
+
+_LAZY = {
+    "PairedDataset": "dataset",
+    "build_paired_dataset": "dataset",
+    "build_dataloader": "loader",
+    "EpochSampler": "loader",
+}
+
+__all__ = ["DatasetError", "DownloadError", "PairedDataOptions", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

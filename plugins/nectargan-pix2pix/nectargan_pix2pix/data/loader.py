@@ -1,0 +1,53 @@
+"""DataLoaders for the paired dataset.
+
+Training batches come through :class:`EpochSampler`, a
+:class:`nectargan_core.ResumableSampler` (shuffled by seed and epoch,
+resumable mid-epoch) that hands the epoch to the dataset with every index.
+Validation and test batches are read in order, unshuffled.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import torch
+from torch.utils.data import DataLoader
+
+from nectargan_core import ResumableSampler
+
+from .dataset import PairedDataset
+
+
+class EpochSampler(ResumableSampler):
+    """Yields ``(epoch, index)`` instead of ``index``.
+
+    Persistent DataLoader workers keep their own copy of the dataset, which
+    ``dataset.set_epoch`` in the main process never reaches; an epoch that
+    travels with each index does, so augmentations follow the epoch with any
+    worker setting.
+    """
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:  # type: ignore[override]
+        epoch, order = self.epoch, super().__iter__()
+        return ((epoch, index) for index in order)
+
+
+def build_dataloader(dataset: PairedDataset, *, device: Optional[torch.device | str] = None) -> DataLoader:
+    """A DataLoader for ``dataset`` configured by its options.
+
+    train: ``data.batch_size``, EpochSampler (``data.shuffle``, ``dataset.seed``), ``data.drop_last``.
+    val/test: ``data.val.batch_size`` / ``data.test.batch_size``, in order, every sample kept.
+    ``pin_memory: null`` pins when ``device`` is CUDA.
+    """
+    options = dataset.options
+    workers = options.num_workers
+    pin = options.pin_memory
+    if pin is None:
+        pin = device is not None and torch.device(device).type == "cuda"
+    loading = dict(num_workers=workers, pin_memory=pin, persistent_workers=options.persistent_workers and workers > 0,
+                   prefetch_factor=options.prefetch_factor if workers else None)
+    if dataset.split == "train":
+        sampler = EpochSampler(len(dataset), shuffle=options.shuffle, seed=dataset.seed)
+        return DataLoader(dataset, batch_size=options.batch_size, sampler=sampler, drop_last=options.drop_last,
+                          **loading)
+    return DataLoader(dataset, batch_size=getattr(options, dataset.split).batch_size, shuffle=False, **loading)

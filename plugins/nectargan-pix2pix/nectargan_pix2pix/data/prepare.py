@@ -1,0 +1,123 @@
+"""Turning images you have into the layouts the dataset reads (PIL only, no torch).
+
+* :func:`pair_folders` writes aligned A|B files from two folders of same-named images.
+* :func:`split_folder` distributes a flat folder into train/, val/ and test/.
+
+Both check everything before writing anything, so a mistake leaves the files as they were.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+from typing import Optional
+
+from PIL import Image
+
+from .check import UnreadableImage, image_size
+from .errors import DatasetError
+from .listing import Pair, list_images, match_folders
+from .options import SPLITS
+
+
+def pair_folders(a_dir: Path, b_dir: Path, out: Path, *, size: Optional[int] = None) -> dict[str, int]:
+    """Write ``out/NAME.png`` = A|B for every name found in both folders; return pairs per split.
+
+    When ``a_dir`` holds train/, val/ or test/ sub-folders, each is paired with
+    the same sub-folder of ``b_dir`` into the same sub-folder of ``out``.
+    ``size`` resizes both images to ``size x size``; without it, A and B must
+    already be the same size.
+    """
+    splits = [s for s in SPLITS if (a_dir / s).is_dir()]
+    jobs = {s: (a_dir / s, b_dir / s, out / s) for s in splits} if splits else {"": (a_dir, b_dir, out)}
+    plans: dict[str, list[Pair]] = {}
+    for key, (a, b, _) in jobs.items():
+        for folder in (a, b):
+            if not folder.is_dir():
+                raise DatasetError(f"{folder}: folder does not exist")
+        pairs, problems = match_folders(a, b)
+        problems += [problem for pair in pairs if (problem := _problem(pair, size is None))]
+        if problems:
+            more = f" (+{len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+            raise DatasetError(problems[0] + more)
+        plans[key] = pairs
+    if out.exists() and any(out.iterdir()):
+        raise DatasetError(f"{out}: folder is not empty; choose a new output folder")
+    for key, pairs in plans.items():
+        target = jobs[key][2]
+        target.mkdir(parents=True, exist_ok=True)
+        for pair in pairs:
+            assert pair.b is not None
+            _join(pair.a, pair.b, size).save(target / f"{pair.name}.png", format="PNG")
+    return {key or "all": len(pairs) for key, pairs in plans.items()}
+
+
+def _problem(pair: Pair, same_size: bool) -> Optional[str]:
+    """Why ``pair`` cannot be joined: an image that does not decode, or (``same_size``) differing sizes."""
+    assert pair.b is not None
+    try:
+        a_size, b_size = image_size(pair.a, full=True), image_size(pair.b, full=True)
+    except UnreadableImage as exc:
+        return str(exc)
+    if same_size and a_size != b_size:
+        return (f"{pair.b}: size {b_size[0]}x{b_size[1]} differs from {pair.a} ({a_size[0]}x{a_size[1]}); "
+                "pass --size to resize both")
+    return None
+
+
+def _join(a_path: Path, b_path: Path, size: Optional[int]) -> Image.Image:
+    """A and B side by side in one image; differing modes meet in RGB (RGBA if either has alpha)."""
+    with Image.open(a_path) as a_file, Image.open(b_path) as b_file:
+        a, b = a_file.copy(), b_file.copy()
+    if a.mode != b.mode:
+        common = "RGBA" if "A" in a.getbands() + b.getbands() else "RGB"
+        a, b = a.convert(common), b.convert(common)
+    if size is not None:
+        a = a.resize((size, size), Image.Resampling.BICUBIC)
+        b = b.resize((size, size), Image.Resampling.BICUBIC)
+    joined = Image.new(a.mode, (a.width * 2, a.height))
+    joined.paste(a, (0, 0))
+    joined.paste(b, (a.width, 0))
+    return joined
+
+
+def split_folder(folder: Path, *, val: float, test: float, seed: int, copy: bool = False) -> dict[str, int]:
+    """Move (or copy) the images of ``folder`` into its train/, val/ and test/; return the counts.
+
+    A folder holding A/ and B/ is split by pair name, keeping each pair in one
+    split. The assignment depends only on the sorted names and ``seed``:
+    the names are shuffled with ``random.Random(seed)``, the first
+    ``round(n * val)`` go to val, the next ``round(n * test)`` to test, the rest to train.
+    """
+    if not folder.is_dir():
+        raise DatasetError(f"{folder}: folder does not exist")
+    taken = [s for s in SPLITS if (folder / s).exists()]
+    if taken:
+        raise DatasetError(f"{folder}: already has {', '.join(s + '/' for s in taken)}; it looks split already")
+    paired = (folder / "A").is_dir() and (folder / "B").is_dir()
+    if paired:
+        pairs, problems = match_folders(folder / "A", folder / "B")
+        if problems:
+            raise DatasetError(problems[0])
+        units = {pair.name: [pair.a, pair.b] for pair in pairs}
+    else:
+        units = {path.name: [path] for path in list_images(folder)}
+    names = sorted(units)
+    n_val, n_test = round(len(names) * val), round(len(names) * test)
+    if len(names) - n_val - n_test < 1:
+        raise DatasetError(f"{folder}: {len(names)} image(s) leave none for train with --val {val} --test {test}")
+    random.Random(seed).shuffle(names)
+    assignment = {"val": names[:n_val], "test": names[n_val:n_val + n_test], "train": names[n_val + n_test:]}
+    transfer = shutil.copy2 if copy else shutil.move
+    for split, chosen in assignment.items():
+        for name in chosen:
+            for path in units[name]:
+                target = folder / split / path.parent.relative_to(folder)
+                target.mkdir(parents=True, exist_ok=True)
+                transfer(str(path), str(target / path.name))
+    if paired and not copy:
+        for side in ("A", "B"):
+            if not any((folder / side).iterdir()):
+                (folder / side).rmdir()
+    return {split: len(assignment[split]) for split in SPLITS}

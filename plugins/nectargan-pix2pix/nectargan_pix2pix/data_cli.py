@@ -1,0 +1,172 @@
+"""``nectargan data``: make, prepare, check and download paired datasets.
+
+Imported by the plugin module at load time, so everything heavier than
+click is imported inside the command functions. None of these commands needs
+torch: they read and write images with PIL and numpy.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from .data.errors import DatasetError
+
+DirPath = click.Path(file_okay=False, path_type=Path)
+Fraction = click.FloatRange(0.0, 1.0, max_open=True)
+
+
+@click.group("data")
+def data_group() -> None:
+    """Make, prepare, check and download paired A/B datasets."""
+
+
+@data_group.command("synth")
+@click.argument("out_dir", type=DirPath)
+@click.option("--count", type=click.IntRange(min=1), default=200, show_default=True, help="Pairs over all splits.")
+@click.option("--size", type=click.IntRange(min=16), default=64, show_default=True,
+              help="Side of A and of B in pixels (files are twice as wide).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Same seed, same bytes.")
+@click.option("--val", type=Fraction, default=0.1, show_default=True, help="Fraction of pairs for val/.")
+@click.option("--test", type=Fraction, default=0.1, show_default=True, help="Fraction of pairs for test/.")
+def synth(out_dir: Path, count: int, size: int, seed: int, val: float, test: float) -> None:
+    """Write a deterministic synthetic dataset: label maps of shapes (A) and their shaded renderings (B).
+
+    \b
+    Examples:
+      nectargan data synth datasets/shapes
+      nectargan data synth datasets/shapes128 --size 128 --count 400 --seed 7
+    """
+    from .data.synth import write_synthetic
+
+    counts = write_synthetic(out_dir, count=count, size=size, seed=seed, val=val, test=test)
+    click.echo(f"wrote {count} aligned {size}x{size} pairs to {out_dir} ({_counts(counts)})")
+
+
+@data_group.command("pair")
+@click.argument("a_dir", type=DirPath)
+@click.argument("b_dir", type=DirPath)
+@click.argument("out_dir", type=DirPath)
+@click.option("--size", type=click.IntRange(min=1), default=None, help="Resize A and B to SIZE x SIZE.")
+def pair(a_dir: Path, b_dir: Path, out_dir: Path, size: Optional[int]) -> None:
+    """Join same-named images of A_DIR and B_DIR into aligned A|B PNGs in OUT_DIR.
+
+    Sub-folders train/, val/ and test/ of A_DIR are paired with those of B_DIR.
+
+    \b
+    Examples:
+      nectargan data pair photos/labels photos/images datasets/mine
+      nectargan data pair A B datasets/mine --size 256
+    """
+    from .data.prepare import pair_folders
+
+    counts = pair_folders(a_dir, b_dir, out_dir, size=size)
+    click.echo(f"wrote {sum(counts.values())} aligned pairs to {out_dir} ({_counts(counts)})")
+
+
+@data_group.command("split")
+@click.argument("directory", type=DirPath)
+@click.option("--val", type=Fraction, default=0.1, show_default=True, help="Fraction for val/.")
+@click.option("--test", type=Fraction, default=0.1, show_default=True, help="Fraction for test/.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the assignment.")
+@click.option("--copy", is_flag=True, help="Copy the files instead of moving them.")
+def split(directory: Path, val: float, test: float, seed: int, copy: bool) -> None:
+    """Distribute the images of a flat DIRECTORY (or its A/ and B/) into train/, val/ and test/.
+
+    The same names and seed always give the same assignment.
+
+    \b
+    Examples:
+      nectargan data split datasets/mine --val 0.1 --test 0.1 --seed 0
+      nectargan data split datasets/mine --copy
+    """
+    from .data.prepare import split_folder
+
+    counts = split_folder(directory, val=val, test=test, seed=seed, copy=copy)
+    verb = "copied" if copy else "moved"
+    click.echo(f"split {sum(counts.values())} images of {directory}: {_counts(counts)} ({verb})")
+
+
+@data_group.command("check")
+@click.argument("directory", type=DirPath)
+@click.option("--layout", type=click.Choice(["auto", "aligned", "folders"]), default="auto", show_default=True)
+@click.option("--quick", is_flag=True, help="Read only image headers (finds missing and mismatched files, "
+                                              "not truncated ones).")
+def check(directory: Path, layout: str, quick: bool) -> None:
+    """Check a dataset: every problem is printed on its own line; exit 1 if there is any.
+
+    DIRECTORY is a dataset root (checks its train/, val/ and test/) or one split folder.
+    Every image is decoded unless --quick.
+
+    \b
+    Examples:
+      nectargan data check datasets/facades
+      nectargan data check datasets/facades/train --quick
+    """
+    from .data.check import inspect_split
+    from .data.options import SPLITS
+
+    if not directory.is_dir():
+        raise DatasetError(f"{directory}: folder does not exist")
+    splits = [s for s in SPLITS if (directory / s).is_dir()]
+    folders = {s: directory / s for s in splits} or {directory.name: directory}
+    problems: list[str] = []
+    found: dict[str, int] = {}
+    layouts = set()
+    for name, folder in folders.items():
+        report = inspect_split(folder, layout, verify="header" if quick else "full")  # type: ignore[arg-type]
+        problems += report.problems
+        found[name] = len(report.pairs)
+        layouts.add(report.layout)
+    for problem in problems:
+        click.echo(problem)
+    if problems:
+        raise DatasetError(f"{directory}: {len(problems)} problem(s) found")
+    checked = "headers read" if quick else "every image decoded"
+    click.echo(f"ok: {directory}: {'/'.join(sorted(layouts))} layout, {_counts(found)} pairs; {checked}")
+
+
+@data_group.command("download")
+@click.argument("name")
+@click.option("--url", default=None, help="Download from this URL instead (a mirror, or a local archive).")
+@click.option("--dest", type=DirPath, default=Path("datasets"), show_default=True,
+              help="Folder that receives the dataset folder.")
+@click.option("--sha256", "sha256", default=None, metavar="HEX", help="Expected SHA-256 of the archive.")
+def download(name: str, url: Optional[str], dest: Path, sha256: Optional[str]) -> None:
+    """Download a public pix2pix dataset and extract it safely into DEST/NAME.
+
+    NAME is one of cityscapes, edges2handbags, edges2shoes, facades, maps,
+    night2day (from the pix2pix authors' server), or any name with --url.
+    The server publishes no checksums: the SHA-256 of the download is printed
+    so that later downloads can be pinned with --sha256.
+
+    \b
+    Examples:
+      nectargan data download facades
+      nectargan data download facades --sha256 HEX --dest data
+      nectargan data download mine --url https://example.org/mine.tar.gz
+    """
+    import re
+
+    from .data.download import download_dataset
+
+    if sha256 is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
+        raise click.BadParameter("must be 64 hexadecimal digits", param_hint="--sha256")
+    interactive = sys.stderr.isatty()
+    folder, digest = download_dataset(name, dest, url=url, sha256=sha256,
+                                      progress=_show_progress if interactive else None)
+    if interactive:
+        click.echo(err=True)
+    click.echo(f"downloaded {name} to {folder} (sha256 {digest}); check it with: nectargan data check {folder}")
+
+
+def _show_progress(done: int, total: Optional[int]) -> None:
+    text = f"{done / 1e6:.1f} MB" + (f" of {total / 1e6:.1f} MB ({100 * done // total}%)" if total else "")
+    click.echo(f"\r  {text}", nl=False, err=True)
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name} {n}" for name, n in counts.items())

@@ -1,0 +1,212 @@
+"""``nectargan export``: the generator as ONNX or TorchScript, checked against PyTorch.
+
+The generator is exported in eval mode (dropout off, BN running statistics)
+for one image size, with a dynamic batch axis. The export is then run on a
+random batch of 2 and of 1 (the second proves the batch axis is dynamic) and
+compared with the PyTorch model: ONNX with onnxruntime when it is installed
+(otherwise the check is skipped and the sidecar says why), TorchScript by
+loading the saved file back. A difference above the tolerance is an error.
+
+Next to the export, ``<file>.json`` records what a pipeline needs to call it:
+input and output names and shapes, channels, the [-1, 1] value range,
+the size multiple, the checkpoint and epoch, and the parity result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Literal, Optional
+
+import torch
+
+from nectargan_core.atomic import atomic_write_text
+from nectargan_core.errors import NectarGANError
+
+from .inference import LoadedGenerator, load_generator, run_dir_of
+
+Format = Literal["onnx", "torchscript"]
+SUFFIXES = {"onnx": ".onnx", "torchscript": ".torchscript.pt"}
+INPUT, OUTPUT = "input", "output"
+PARITY_BATCHES = (2, 1)
+#: ONNX keeps everything in one protobuf below this size; larger weights go to a ``.data`` file.
+PROTOBUF_LIMIT = 2**31 - 2**26
+INSTALL_HINT = "pip install 'nectargan-pix2pix[onnx]'"
+
+
+class ExportError(NectarGANError):
+    """The export failed, or does not reproduce the PyTorch model."""
+
+
+@dataclass
+class Parity:
+    """How closely the export reproduces the PyTorch model (``max_abs_diff`` None: not checked)."""
+
+    checked_with: Optional[str]
+    max_abs_diff: Optional[float]
+    tolerance: float
+    reason: Optional[str] = None
+
+    @property
+    def passed(self) -> Optional[bool]:
+        return None if self.max_abs_diff is None else self.max_abs_diff <= self.tolerance
+
+    def describe(self) -> str:
+        if self.max_abs_diff is None:
+            return f"parity not checked: {self.reason}"
+        batches = " and ".join(map(str, PARITY_BATCHES))
+        return (f"parity ({self.checked_with}, batches of {batches}): max |export - pytorch| = "
+                f"{self.max_abs_diff:.3g} (tolerance {self.tolerance:g})")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"checked_with": self.checked_with, "max_abs_diff": self.max_abs_diff, "tolerance": self.tolerance,
+                "batch_sizes": list(PARITY_BATCHES), "passed": self.passed, "reason": self.reason}
+
+
+@dataclass
+class ExportReport:
+    path: Path
+    sidecar: Path
+    format: Format
+    size: tuple[int, int]
+    parity: Parity
+
+
+def export_generator(target: str | Path, which: str = "latest", *, fmt: Format = "onnx",
+                     output: Optional[Path] = None, size: Optional[tuple[int, int]] = None,
+                     opset: int = 18, tolerance: float = 1e-4) -> ExportReport:
+    """Export the generator of a checkpoint, check it, and write its sidecar; raise if parity fails."""
+    if fmt == "onnx" and not all(importlib.util.find_spec(name) for name in ("onnx", "onnxscript")):
+        raise ExportError(f"ONNX export needs the onnx and onnxscript packages: {INSTALL_HINT}")
+    generator = load_generator(target, which, device="cpu")
+    height, width = size or (generator.training_size or 256,) * 2
+    multiple = generator.size_multiple
+    if height % multiple or width % multiple:
+        raise ExportError(f"--size {height}x{width}: height and width must be multiples of {multiple} "
+                          "for this generator")
+    path = Path(output) if output is not None else (
+        run_dir_of(generator.checkpoint) / "export" / f"{generator.name}{SUFFIXES[fmt]}")
+    if path.is_dir():
+        raise ExportError(f"{path}: is a folder; give -o a file name")
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    in_channels = generator.channels[0]
+    random = torch.Generator().manual_seed(0)
+
+    def batch(n: int) -> torch.Tensor:
+        return torch.rand(n, in_channels, height, width, generator=random) * 2 - 1
+
+    model = generator.model.eval()
+    if fmt == "onnx":
+        opset = export_onnx(model, batch(2), path, opset)
+        parity = onnx_parity(model, path, [batch(n) for n in PARITY_BATCHES], tolerance)
+    else:
+        export_torchscript(model, batch(2), path)
+        parity = torchscript_parity(model, path, [batch(n) for n in PARITY_BATCHES], tolerance)
+
+    sidecar = path.with_name(path.name + ".json")
+    atomic_write_text(sidecar, json.dumps(
+        describe(generator, path, fmt, (height, width), opset if fmt == "onnx" else None, parity), indent=2) + "\n")
+    if parity.passed is False:
+        raise ExportError(f"parity check failed: max |export - pytorch| = {parity.max_abs_diff:.3g} is above the "
+                          f"tolerance {tolerance:g}; {path} does not reproduce the model")
+    return ExportReport(path, sidecar, fmt, (height, width), parity)
+
+
+def export_onnx(model: torch.nn.Module, example: torch.Tensor, path: Path, opset: int) -> int:
+    """Write ``model`` as ONNX with a dynamic batch axis; return the opset the file declares."""
+    import onnx
+
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    torch.onnx.export(model, (example,), str(path), dynamo=True, input_names=[INPUT], output_names=[OUTPUT],
+                      dynamic_shapes=({0: torch.export.Dim("batch", min=1)},), opset_version=opset,
+                      external_data=weights > PROTOBUF_LIMIT, verbose=False)
+    declared = onnx.load(str(path), load_external_data=False).opset_import
+    return next(entry.version for entry in declared if entry.domain in ("", "ai.onnx"))
+
+
+@contextlib.contextmanager
+def quiet_jit() -> Iterator[None]:
+    """Silence what TorchScript says about itself while we use it on purpose.
+
+    ``torch.jit`` announces its deprecation on every call (TorchScript was
+    asked for), and tracing warns that the generator's input-size check reads
+    Python ints from the shape (the export is for one image size: intended).
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        warnings.filterwarnings("ignore", message=r"`torch\.jit\.\w+` is deprecated")
+        yield
+
+
+def export_torchscript(model: torch.nn.Module, example: torch.Tensor, path: Path) -> None:
+    """Trace ``model`` (eval mode) and save it; the trace works for any batch size."""
+    with quiet_jit():
+        torch.jit.save(torch.jit.trace(model, example, check_trace=False), str(path))
+
+
+def max_difference(outputs: list[torch.Tensor], expected: list[torch.Tensor]) -> float:
+    return max(float((got.float() - want.float()).abs().max()) for got, want in zip(outputs, expected))
+
+
+def run_model(model: Any, batches: list[torch.Tensor]) -> list[torch.Tensor]:
+    with torch.no_grad():
+        return [model(batch) for batch in batches]
+
+
+def onnx_parity(model: torch.nn.Module, path: Path, batches: list[torch.Tensor], tolerance: float) -> Parity:
+    try:
+        import onnxruntime
+    except ImportError:
+        return Parity(None, None, tolerance, f"onnxruntime is not installed ({INSTALL_HINT})")
+    try:
+        session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        outputs = [torch.from_numpy(session.run([OUTPUT], {INPUT: batch.numpy()})[0]) for batch in batches]
+    except Exception as exc:  # noqa: BLE001 - onnxruntime reports load and run failures with many types
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ExportError(f"{path}: onnxruntime {onnxruntime.__version__} cannot run the export: {first}") from None
+    return Parity(f"onnxruntime {onnxruntime.__version__}", max_difference(outputs, run_model(model, batches)),
+                  tolerance)
+
+
+def torchscript_parity(model: torch.nn.Module, path: Path, batches: list[torch.Tensor],
+                       tolerance: float) -> Parity:
+    with quiet_jit():
+        loaded = torch.jit.load(str(path), map_location="cpu")
+    return Parity(f"torch.jit.load (torch {torch.__version__})",
+                  max_difference(run_model(loaded, batches), run_model(model, batches)), tolerance)
+
+
+def describe(generator: LoadedGenerator, path: Path, fmt: Format, size: tuple[int, int], opset: Optional[int],
+             parity: Parity) -> dict[str, Any]:
+    """The sidecar: everything a pipeline needs to feed the export and read its output.
+
+    Tensors are named only in ONNX; a TorchScript module takes one positional tensor.
+    """
+    in_channels, out_channels = generator.channels
+    choice = generator.config.models.generator
+
+    def tensor(name: str, channels: int) -> dict[str, Any]:
+        named = {"name": name} if fmt == "onnx" else {}
+        return {**named, "shape": ["batch", channels, *size], "dtype": "float32", "range": [-1.0, 1.0]}
+
+    return {
+        "file": path.name,
+        "format": fmt,
+        **({"opset": opset} if opset is not None else {}),
+        "input": tensor(INPUT, in_channels),
+        "output": tensor(OUTPUT, out_channels),
+        "normalisation": "input = pixels / max_value * 2 - 1 (channels first, in the training channel order); "
+                         "image = (output + 1) / 2 * max_value",
+        "size_multiple": generator.size_multiple,
+        "checkpoint": str(generator.checkpoint.resolve()),
+        "epoch": generator.epoch,
+        "global_step": generator.global_step,
+        "generator": {"name": choice.name, **choice.options},
+        "parity": parity.as_dict(),
+        "torch": torch.__version__,
+    }

@@ -1,0 +1,88 @@
+"""Finding input images and naming outputs after them.
+
+Torch-free (PIL reads the headers), so ``nectargan predict`` checks every
+path and image header before it imports torch or loads a checkpoint: a typo
+in the last input fails in a second, not after the first thousand images.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from nectargan_core.errors import NectarGANError
+
+from .data.check import UnreadableImage, image_size
+from .data.errors import DatasetError
+from .data.listing import IMAGE_EXTENSIONS
+
+
+@dataclass(frozen=True)
+class Job:
+    """One input image, its size, and where its output goes (relative to the output folder)."""
+
+    source: Path
+    output: Path
+    height: int
+    width: int
+
+
+def output_names(inputs: Sequence[Path]) -> list[Path]:
+    """``x.png`` for each (relative) input path ``x.ext``.
+
+    Inputs of one folder that share a stem keep their extension in the name
+    (``a.jpg``, ``a.png`` -> ``a_jpg.png``, ``a_png.png``), so no output overwrites another.
+    """
+    stems = Counter(path.with_suffix("") for path in inputs)
+    return [path.with_suffix(".png") if stems[path.with_suffix("")] == 1
+            else path.with_name(f"{path.stem}_{path.suffix.lstrip('.')}.png") for path in inputs]
+
+
+def find_inputs(inputs: Sequence[str | Path], recursive: bool = False) -> list[tuple[Path, Path]]:
+    """``(file, name under the output folder)`` for every image named, or found in a named folder.
+
+    Folders are listed sorted, image extensions only, hidden files skipped;
+    with ``recursive``, sub-folders too (their structure is kept in the names).
+    """
+    found: list[tuple[Path, Path]] = []
+    for raw in inputs:
+        path = Path(raw)
+        if path.is_file():
+            found.append((path, Path(path.name)))
+        elif path.is_dir():
+            candidates = path.rglob("*") if recursive else path.iterdir()
+            files = sorted(p for p in candidates if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS
+                           and not any(part.startswith(".") for part in p.relative_to(path).parts))
+            if not files:
+                nested = not recursive and any(p.is_dir() for p in path.iterdir())
+                hint = "; add --recursive to search its sub-folders" if nested else ""
+                raise DatasetError(f"{path}: no images found (looked for {', '.join(IMAGE_EXTENSIONS)}){hint}")
+            found += [(file, file.relative_to(path)) for file in files]
+        else:
+            hint = f"; for a resize or crop side, use --size {raw}" if str(raw).isdigit() else ""
+            raise DatasetError(f"{path}: input not found{hint}")
+    return found
+
+
+def plan(inputs: Sequence[str | Path], out_dir: Path, recursive: bool = False) -> list[Job]:
+    """Every input found and its header read; outputs named, none clashing with another or with an input."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise NectarGANError(f"{out_dir}: output path exists and is not a folder")
+    found = find_inputs(inputs, recursive)
+    jobs, claimed = [], {}
+    for (source, _), name in zip(found, output_names([name for _, name in found])):
+        destination = out_dir / name
+        if destination in claimed:
+            raise NectarGANError(f"{claimed[destination]} and {source} would both be written to {destination}; "
+                                 "predict them into separate output folders")
+        if destination.resolve() == source.resolve():
+            raise NectarGANError(f"{destination}: the output would overwrite its input; choose another -o folder")
+        claimed[destination] = source
+        try:
+            width, height = image_size(source)
+        except UnreadableImage as exc:
+            raise DatasetError(str(exc)) from None
+        jobs.append(Job(source, name, height, width))
+    return jobs

@@ -1,0 +1,132 @@
+"""Loading a trained generator from a run directory or a checkpoint file.
+
+The checkpoint carries the resolved config, so the generator is rebuilt with
+exactly the architecture options it was trained with; nobody has to repeat
+them on the command line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Mapping
+
+import torch
+
+from nectargan_core.checkpoint import load_checkpoint
+from nectargan_core.config import CoreConfig, validate_config
+from nectargan_core.errors import CheckpointError
+from nectargan_core.plugins import get_plugins
+from nectargan_core.registry import Registry
+from nectargan_core.rundir import RunDir
+
+from .networks import build_generator, data_channels
+from .evaluation import evaluation_mode
+
+
+@dataclass
+class LoadedGenerator:
+    model: torch.nn.Module
+    config: CoreConfig
+    checkpoint: Path
+    epoch: int
+    global_step: int
+
+    @property
+    def channels(self) -> tuple[int, int]:
+        return data_channels(self.config)
+
+    @cached_property
+    def size_multiple(self) -> int:
+        """The number input height and width must be multiples of (see :func:`size_multiple`)."""
+        return size_multiple(self.model, self.config.models.generator.options, self.channels[0])
+
+    @property
+    def training_size(self) -> int | None:
+        """The side of the square images the generator was trained on (``data.crop_size``, else ``load_size``)."""
+        options = self.config.data.options
+        return options.get("crop_size") or options.get("load_size")
+
+    @property
+    def name(self) -> str:
+        """The checkpoint's file stem (``best``, ``epoch0010-step00004000``), for naming outputs."""
+        return self.checkpoint.stem
+
+
+def run_dir_of(checkpoint: Path) -> Path:
+    """The run directory holding ``checkpoint`` (``RUN/checkpoints/x.pt``), else its folder."""
+    parent = checkpoint.parent
+    if parent.name == "checkpoints" and (parent.parent / "config.yaml").is_file():
+        return parent.parent
+    return parent
+
+
+def resolve_checkpoint(target: str | Path, which: str = "latest") -> Path:
+    """A checkpoint file from a file path, or from a run directory and ``which``:
+    ``latest``, ``best`` or an epoch number."""
+    path = Path(target)
+    if path.is_file():
+        return path
+    run = RunDir.open(path)
+    if which == "best":
+        if not run.best_checkpoint.is_file():
+            raise CheckpointError(f"{run.path}: no best.pt (set checkpoint.best_metric when training); "
+                                  "use --checkpoint latest")
+        return run.best_checkpoint
+    checkpoints = run.periodic_checkpoints()
+    if which == "latest":
+        if not checkpoints:
+            raise CheckpointError(f"{run.path}: no checkpoints yet")
+        return checkpoints[-1]
+    if not which.isdigit():
+        raise CheckpointError(f"--checkpoint {which!r}: use latest, best or an epoch number")
+    matches = [p for p in checkpoints if p.name.startswith(f"epoch{int(which):04d}-")]
+    if not matches:
+        epochs = sorted({int(p.name[5:9]) for p in checkpoints})
+        raise CheckpointError(f"{run.path}: no checkpoint for epoch {which}; available epochs: "
+                              f"{', '.join(map(str, epochs)) or 'none'}")
+    return matches[-1]
+
+
+def load_generator(target: str | Path, which: str = "latest", *, device: str | torch.device = "cpu",
+                   registry: Registry | None = None) -> LoadedGenerator:
+    """The generator of a pix2pix checkpoint, in eval mode on ``device``."""
+    registry = registry or get_plugins().registry
+    path = resolve_checkpoint(target, which)
+    checkpoint = load_checkpoint(path)
+    if checkpoint.get("trainer") != "pix2pix" or "generator" not in checkpoint.get("state", {}):
+        raise CheckpointError(f"{path}: not a pix2pix checkpoint (trainer '{checkpoint.get('trainer')}')")
+    config = validate_config(checkpoint["config"], registry, source=f"{path} (stored config)")
+    model = build_generator(registry, config)
+    model.load_state_dict(checkpoint["state"]["generator"])
+    model.to(device).eval()
+    return LoadedGenerator(model, config, path, int(checkpoint["epoch"]), int(checkpoint["global_step"]))
+
+
+def size_multiple(model: torch.nn.Module, options: Mapping[str, Any], in_channels: int, *,
+                  limit: int = 4096) -> int:
+    """What input height and width must be multiples of, for any generator.
+
+    The model's own ``size_multiple`` when it declares one (the nectargan-models
+    UNets do), else ``2**depth`` from its options, else found by trying: the
+    smallest power-of-two square the model accepts (each stride-2 level halves
+    the size, so that square is the multiple).
+    """
+    declared = getattr(model, "size_multiple", None)
+    if isinstance(declared, int) and declared > 0:
+        return declared
+    depth = options.get("depth")
+    if isinstance(depth, int) and depth >= 0:
+        return 2**depth
+    parameter = next(model.parameters(), None)
+    device = parameter.device if parameter is not None else torch.device("cpu")
+    side = 1
+    with evaluation_mode(model, True):
+        while side <= limit:
+            try:
+                model(torch.zeros(1, in_channels, side, side, device=device))
+                return side
+            except Exception:  # noqa: BLE001 - a too-small input fails in model-specific ways
+                side *= 2
+    raise CheckpointError(f"the generator ({type(model).__name__}) accepts no square input up to {limit} px")

@@ -1,0 +1,41 @@
+"""Building the generator and discriminator from config choices, for training and inference alike."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from nectargan_core.registry import Registry
+
+
+def build_network(registry: Registry, choice: Any, **channels: int) -> torch.nn.Module:
+    """The registered network ``choice.name`` with its options.
+
+    Channel counts (``in_channels``/``out_channels`` for generators,
+    ``input_channels``/``target_channels`` for discriminators) come from the
+    data section and override the model's own options; they are passed only
+    to models whose options declare them, so a third-party model without
+    them still builds.
+    """
+    component = registry.get("model", choice.name)
+    fields = component.options.model_fields if component.options is not None else {}
+    options = {**choice.options, **{k: v for k, v in channels.items() if k in fields}}
+    return component.load()(**options)
+
+
+def data_channels(config: Any) -> tuple[int, int]:
+    """(input channels, output channels) declared by the run's data section."""
+    options = config.data.options
+    return int(options.get("in_channels", 3)), int(options.get("out_channels", 3))
+
+
+def build_generator(registry: Registry, config: Any) -> torch.nn.Module:
+    in_channels, out_channels = data_channels(config)
+    return build_network(registry, config.models.generator, in_channels=in_channels, out_channels=out_channels)
+
+
+def build_discriminator(registry: Registry, config: Any) -> torch.nn.Module:
+    in_channels, out_channels = data_channels(config)
+    return build_network(registry, config.models.discriminator, input_channels=in_channels,
+                         target_channels=out_channels)

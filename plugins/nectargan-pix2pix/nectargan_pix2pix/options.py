@@ -1,0 +1,115 @@
+"""The pix2pix trainer's config sections (torch-free).
+
+These fields become top-level sections of the run config when
+``trainer: pix2pix`` is selected::
+
+    trainer: pix2pix
+    data: {root: data/facades, crop_size: 256}
+    models:
+      generator: {name: unet_256, norm: batch}
+      discriminator: {name: patchgan_70}
+    loss: {spec: basic, gan_mode: vanilla}
+    optim: {lr_g: 2.0e-4, lr_d: 2.0e-4}
+    precision: {amp: auto}
+    validation: {metrics: [l1, psnr, ssim]}
+    examples: {every_epochs: 1, count: 4}
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, Field, model_validator
+
+from nectargan_core.config import Section, choice_of
+from nectargan_losses.config import LossSection
+from nectargan_losses.options import ScheduleChoice
+
+DataChoice = choice_of("dataset", default="paired")
+GeneratorChoice = choice_of("model", default="unet_256")
+DiscriminatorChoice = choice_of("model", default="patchgan_70")
+
+#: The reference LR policy: constant for 100 epochs, then linear decay to 0 over 100.
+REFERENCE_LR = {"name": "pix2pix_linear", "n_epochs": 100, "n_epochs_decay": 100}
+
+
+class ModelsSection(Section):
+    """The two networks. Channel counts come from ``data`` and override the models' own options."""
+
+    generator: GeneratorChoice = Field(default_factory=GeneratorChoice, validate_default=True,
+                                       description="Registered generator and its options")
+    discriminator: DiscriminatorChoice = Field(default_factory=DiscriminatorChoice, validate_default=True,
+                                               description="Registered discriminator and its options")
+
+
+class OptimSection(Section):
+    """Adam for G and D, their LR schedules, and how updates are made."""
+
+    lr_g: float = Field(2e-4, gt=0, description="Generator learning rate")
+    lr_d: float = Field(2e-4, gt=0, description="Discriminator learning rate")
+    beta1: float = Field(0.5, ge=0, lt=1, description="Adam beta1 (both networks)")
+    beta2: float = Field(0.999, ge=0, lt=1, description="Adam beta2 (both networks)")
+    weight_decay: float = Field(0.0, ge=0, description="Adam weight decay (L2, both networks)")
+    implementation: Literal["auto", "fused", "foreach", "single"] = Field(
+        "auto", description="Adam kernel: auto (fused where the device supports it), fused, foreach, single "
+                            "(the reference's per-tensor loop)")
+    lr_schedule: ScheduleChoice = Field(default_factory=lambda: ScheduleChoice(**REFERENCE_LR),
+                                        description="LR multiplier schedule of G (and of D unless lr_schedule_d)")
+    lr_schedule_d: Optional[ScheduleChoice] = Field(None, description="Separate LR schedule for D (null: same as G)")
+    gradient_accumulation: int = Field(1, ge=1, description="Batches whose gradients are summed per update")
+    grad_clip: Optional[float] = Field(None, gt=0, description="Clip each network's gradient norm to this")
+    d_every: int = Field(1, ge=1, description="Update D every N steps")
+    g_every: int = Field(1, ge=1, description="Update G every N steps (d_every=1, g_every=5: 5 D updates per G)")
+
+
+class PrecisionSection(Section):
+    """Numeric precision and memory layout."""
+
+    amp: Literal["auto", "off", "bf16", "fp16"] = Field(
+        "auto", description="Autocast: auto (cuda: bf16 where supported, else fp16; cpu and mps: off), off, "
+                            "bf16, fp16")
+    channels_last: bool = Field(False, description="Use the channels_last memory format for networks and batches")
+
+
+class ValidationSection(Section):
+    """What validation measures, and when training stops early."""
+
+    metrics: list[Literal["l1", "psnr", "ssim"]] = Field(
+        default_factory=lambda: ["l1", "psnr", "ssim"], description="Metrics on the val split")
+    eval_mode: bool = Field(
+        True, description="Run G in eval mode (dropout off, running BN statistics). false: the reference's "
+                          "test behaviour (dropout on, batch statistics; BN running statistics are left untouched)")
+    max_batches: Optional[int] = Field(None, ge=1, description="Validate on at most N batches (null: all)")
+    early_stop_metric: Optional[str] = Field(None, description="Stop when this metric (e.g. psnr) stops improving")
+    early_stop_mode: Literal["min", "max"] = Field("max", description="Which way early_stop_metric improves")
+    early_stop_patience: int = Field(10, ge=1, description="Validations without improvement before stopping")
+    early_stop_min_delta: float = Field(0.0, ge=0, description="Smallest change that counts as improvement")
+
+    @model_validator(mode="after")
+    def _metric_known(self) -> "ValidationSection":
+        if self.early_stop_metric is not None and self.early_stop_metric.removeprefix("val/") not in self.metrics:
+            raise ValueError(f"early_stop_metric '{self.early_stop_metric}' is not among metrics "
+                             f"({', '.join(self.metrics)})")
+        return self
+
+
+class ExamplesSection(Section):
+    """Example grids (input | output | target) of fixed images, to watch the generator learn."""
+
+    every_epochs: Optional[int] = Field(1, ge=1, description="Write a grid every N epochs (null: never)")
+    count: int = Field(4, ge=1, le=64, description="How many images (the first N of the split)")
+    split: Literal["val", "test", "train"] = Field("val", description="Where the images come from (train if "
+                                                                       "the split is missing)")
+
+
+class Pix2pixOptions(BaseModel):
+    """Sections the pix2pix trainer adds to the run config."""
+
+    data: DataChoice = Field(default_factory=DataChoice, validate_default=True,
+                             description="Dataset (paired by default) and its options")
+    models: ModelsSection = Field(default_factory=ModelsSection, description="Generator and discriminator")
+    loss: LossSection = Field(default_factory=LossSection, description="Loss spec, GAN objective and edits")
+    optim: OptimSection = Field(default_factory=OptimSection, description="Optimizers and LR schedules")
+    precision: PrecisionSection = Field(default_factory=PrecisionSection, description="Autocast and memory format")
+    validation: ValidationSection = Field(default_factory=ValidationSection, description="Validation metrics")
+    examples: ExamplesSection = Field(default_factory=ExamplesSection, description="Example image grids")

@@ -1,0 +1,279 @@
+"""The pix2pix trainer: the reference training step, on the core's loop.
+
+One step, as in the reference (junyanz/pytorch-CycleGAN-and-pix2pix):
+
+1. ``fake_B = G(A)``, once.
+2. D update on ``(A, fake_B.detach())`` and ``(A, B)``.
+3. G update with D frozen (no gradients reach D's parameters), on the GAN
+   term ``D(A, fake_B)`` and the loss spec's other terms (``100 * L1`` in the
+   reference ``basic`` spec).
+
+On top of that: any loss spec from nectargan-losses, separate (or shared) LR
+schedules, gradient accumulation, gradient clipping, a D:G update ratio,
+autocast on any device with one GradScaler per network, channels_last, and
+validation (L1/PSNR/SSIM) with example grids of fixed images.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader
+
+from nectargan_core import ResumableSampler, Trainer, hookimpl
+from nectargan_core.errors import ConfigError
+from nectargan_losses.manager import LossManager
+from nectargan_losses.schedules import build_schedule, lr_scheduler
+
+from .evaluation import MetricAccumulator, evaluation_mode
+from .examples import save_grid
+from .networks import build_discriminator, build_generator
+from .options import Pix2pixOptions
+from .precision import Precision
+
+
+def set_requires_grad(module: torch.nn.Module, flag: bool) -> None:
+    for parameter in module.parameters():
+        parameter.requires_grad_(flag)
+
+
+def make_adam(params: Any, lr: float, optim: Any, device: torch.device) -> torch.optim.Adam:
+    """Adam with the configured kernel; ``auto`` uses the fused kernel where the device has one."""
+    kwargs = dict(lr=lr, betas=(optim.beta1, optim.beta2), weight_decay=optim.weight_decay)
+    params = list(params)
+    choice = optim.implementation
+    if choice in {"auto", "fused"}:
+        try:
+            return torch.optim.Adam(params, fused=True, **kwargs)
+        except (RuntimeError, ValueError) as exc:
+            if choice == "fused":
+                raise ConfigError(f"optim.implementation: fused Adam is not available on {device}: {exc}") from None
+            choice = "foreach"
+    return torch.optim.Adam(params, foreach=choice == "foreach", **kwargs)
+
+
+class EarlyStopping:
+    """Counts validations without improvement; its state travels in checkpoints."""
+
+    def __init__(self) -> None:
+        self.best: float | None = None
+        self.bad = 0
+
+    def update(self, value: float, mode: str, min_delta: float) -> None:
+        improved = self.best is None or (
+            value < self.best - min_delta if mode == "min" else value > self.best + min_delta)
+        if improved:
+            self.best, self.bad = value, 0
+        else:
+            self.bad += 1
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"best": self.best, "bad": self.bad}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.best, self.bad = state["best"], state["bad"]
+
+
+class Pix2pixTrainer(Trainer):
+    """Paired image-to-image translation with a conditional GAN (Isola et al., 2017)."""
+
+    options = Pix2pixOptions
+
+    # -- set-up ------------------------------------------------------------
+    def setup(self) -> None:
+        cfg = self.config
+        data = cfg.data
+        if data.name == "paired" and not data.options.get("root"):
+            raise ConfigError("data.root: no dataset folder given; set data.root (make a synthetic one with: "
+                              "nectargan data synth data/synth)")
+        self.train_set = self.build("dataset", data, split="train", seed=cfg.run.seed)
+        self.val_set = self._optional_split("val")
+        self.memory_format = torch.channels_last if cfg.precision.channels_last else torch.contiguous_format
+
+        generator = build_generator(self.registry, cfg).to(self.device, memory_format=self.memory_format)
+        discriminator = build_discriminator(self.registry, cfg).to(self.device, memory_format=self.memory_format)
+        self.generator = self.track("generator", generator)
+        self.discriminator = self.track("discriminator", discriminator)
+        #: A conditional D (the pix2pix default) judges cat(A, B); an unconditional one B alone.
+        self.conditional = bool(getattr(discriminator, "conditional", True))
+
+        optim = cfg.optim
+        self.opt_g = self.track("opt_g", make_adam(generator.parameters(), optim.lr_g, optim, self.device))
+        self.opt_d = self.track("opt_d", make_adam(discriminator.parameters(), optim.lr_d, optim, self.device))
+        schedule_g = build_schedule(optim.lr_schedule.model_dump(), self.registry)
+        schedule_d = (build_schedule(optim.lr_schedule_d.model_dump(), self.registry)
+                      if optim.lr_schedule_d is not None else schedule_g)
+        self.sched_g = self.track("sched_g", lr_scheduler(self.opt_g, schedule_g))
+        self.sched_d = self.track("sched_d", lr_scheduler(self.opt_d, schedule_d))
+        self.lr_units = (schedule_g.unit, schedule_d.unit)
+
+        self.precision = Precision(cfg.precision.amp, self.device)
+        self.scaler_g = self.track("scaler_g", self.precision.scaler())
+        self.scaler_d = self.track("scaler_d", self.precision.scaler())
+        self.losses = self.track("losses", LossManager(
+            cfg.loss, registry=self.registry, device=self.device, history_every=cfg.loop.log_every_steps))
+        self.early_stopping = self.track("early_stopping", EarlyStopping())
+        self._examples: dict[str, torch.Tensor] | None = None
+
+    def _optional_split(self, split: str) -> Any:
+        """The val/test dataset, or None (with one warning) when the dataset has no such folder."""
+        data = self.config.data
+        if data.name == "paired":
+            folder = Path(data.options["root"]) / (data.options.get(split) or {}).get("folder", split)
+            if not folder.is_dir():
+                print(f"warning: {folder}: no {split} split; "
+                      + ("validation is skipped" if split == "val" else "using train images"), file=sys.stderr)
+                return None
+        return self.build("dataset", data, split=split, seed=self.config.run.seed)
+
+    def _train_view(self) -> Any:
+        """Train images without augmentation (the val preprocessing applied to the train folder)."""
+        data = self.config.data
+        if data.name != "paired":
+            return self.train_set
+        options = {**data.options, "val": {**(data.options.get("val") or {}), "folder": "train"}}
+        return self.registry.get("dataset", "paired").load()(split="val", seed=self.config.run.seed, **options)
+
+    def train_dataloader(self) -> DataLoader:
+        from nectargan_pix2pix.data.dataset import PairedDataset
+        from nectargan_pix2pix.data.loader import build_dataloader
+
+        if isinstance(self.train_set, PairedDataset):
+            return build_dataloader(self.train_set, device=self.device)
+        batch_size = int(getattr(self.train_set, "batch_size", 1))
+        sampler = ResumableSampler(len(self.train_set), seed=self.config.run.seed)
+        return DataLoader(self.train_set, batch_size=batch_size, sampler=sampler)
+
+    def eval_loader(self, dataset: Any) -> DataLoader:
+        from nectargan_pix2pix.data.dataset import PairedDataset
+        from nectargan_pix2pix.data.loader import build_dataloader
+
+        if isinstance(dataset, PairedDataset):
+            return build_dataloader(dataset, device=self.device)
+        return DataLoader(dataset, batch_size=int(getattr(dataset, "batch_size", 1)), shuffle=False)
+
+    # -- the step ------------------------------------------------------------
+    def _to_device(self, images: torch.Tensor) -> torch.Tensor:
+        return images.to(self.device, non_blocking=True).contiguous(memory_format=self.memory_format)
+
+    def _optimizer_step(self, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
+                        module: torch.nn.Module) -> None:
+        clip = self.config.optim.grad_clip
+        if clip is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(module.parameters(), clip)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+
+    def judge(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """D's logits for the pair (a, b)."""
+        return self.discriminator(a, b) if self.conditional else self.discriminator(b)
+
+    @hookimpl
+    def train_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, Any]:
+        optim = self.config.optim
+        real_a, real_b = self._to_device(batch["A"]), self._to_device(batch["B"])
+        G, D, losses = self.generator, self.discriminator, self.losses
+        losses.set_position(self.epoch, self.global_step)
+        # Gradient accumulation: groups of N batches; each batch's loss is divided by the
+        # size of its group (a short last group at the end of the epoch included).
+        group = optim.gradient_accumulation
+        total = self.num_batches()
+        start = batch_idx - batch_idx % group
+        size = min(group, total - start) if total is not None else group
+        apply = batch_idx + 1 == start + size
+        scale = 1.0 / size
+        logs: dict[str, Any] = {}
+
+        with self.precision.autocast():
+            fake_b = G(real_a)
+
+        if self.global_step % optim.d_every == 0:
+            set_requires_grad(D, True)
+            with self.precision.autocast():
+                fake_detached = fake_b.detach()
+                fake_logits = self.judge(real_a, fake_detached)  # fake first, as the reference (BN order)
+                real_logits = self.judge(real_a, real_b)
+                d = losses.discriminator_losses(real_logits, fake_logits, critic=D, real=real_b,
+                                                fake=fake_detached, condition=real_a if self.conditional else None)
+            if d.total is not None:
+                self.scaler_d.scale(d.total * scale).backward()
+                if apply:
+                    self._optimizer_step(self.opt_d, self.scaler_d, D)
+            logs.update(d.logs())
+
+        if self.global_step % optim.g_every == 0:
+            set_requires_grad(D, False)
+            with self.precision.autocast():
+                g = losses.generator_losses(fake_b, real_b, fake_logits=lambda: self.judge(real_a, fake_b))
+            if g.total is not None:
+                self.scaler_g.scale(g.total * scale).backward()
+                if apply:
+                    self._optimizer_step(self.opt_g, self.scaler_g, G)
+                    if self.lr_units[0] == "step":
+                        self.sched_g.step()
+            set_requires_grad(D, True)
+            logs.update(g.logs())
+        if apply and self.lr_units[1] == "step":
+            self.sched_d.step()
+        return logs
+
+    # -- epochs, validation, examples ---------------------------------------
+    @hookimpl
+    def on_epoch_end(self, epoch: int) -> None:
+        if self.lr_units[0] == "epoch":
+            self.sched_g.step()
+        if self.lr_units[1] == "epoch":
+            self.sched_d.step()
+        every = self.config.examples.every_epochs
+        if every and (epoch + 1) % every == 0:
+            self.write_examples(self.run_dir.examples / f"epoch{epoch + 1:04d}.png")
+
+    def example_batch(self) -> dict[str, torch.Tensor] | None:
+        """The same first N images of the examples split, every time (so progress is visible)."""
+        if self._examples is None:
+            cfg = self.config.examples
+            dataset = self.val_set if cfg.split == "val" else None
+            if cfg.split == "test":
+                dataset = self._optional_split("test")
+            if dataset is None or not len(dataset):
+                dataset = self._train_view()
+            items = [dataset[i] for i in range(min(cfg.count, len(dataset)))]
+            if not items:
+                return None
+            self._examples = {key: torch.stack([item[key] for item in items]) for key in ("A", "B")}
+        return self._examples
+
+    def write_examples(self, path: Any) -> Any:
+        batch = self.example_batch()
+        if batch is None:
+            return None
+        with evaluation_mode(self.generator, self.config.validation.eval_mode), self.precision.autocast():
+            fake = self.generator(self._to_device(batch["A"]))
+        return save_grid(path, batch["A"], fake, batch["B"])
+
+    @hookimpl
+    def validate(self, epoch: int) -> dict[str, float] | None:
+        if self.val_set is None or not len(self.val_set):
+            return None
+        cfg = self.config.validation
+        accumulator = MetricAccumulator(cfg.metrics)
+        with evaluation_mode(self.generator, cfg.eval_mode):
+            for index, batch in enumerate(self.eval_loader(self.val_set)):
+                if cfg.max_batches is not None and index >= cfg.max_batches:
+                    break
+                with self.precision.autocast():
+                    fake = self.generator(self._to_device(batch["A"]))
+                accumulator.update(fake, self._to_device(batch["B"]))
+        metrics = accumulator.compute()
+        if cfg.early_stop_metric is not None:
+            key = cfg.early_stop_metric.removeprefix("val/")
+            self.early_stopping.update(metrics[key], cfg.early_stop_mode, cfg.early_stop_min_delta)
+            if self.early_stopping.bad >= cfg.early_stop_patience:
+                self.request_stop(f"early stopping: val/{key} did not improve for {cfg.early_stop_patience} "
+                                  f"validations (best {self.early_stopping.best:.4g})")
+        return metrics

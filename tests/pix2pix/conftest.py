@@ -1,0 +1,36 @@
+"""Fixtures for the pix2pix tests: one tiny trained run, shared by the whole session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from support import run_cli
+
+#: A UNet of depth 4 (inputs: multiples of 16) with dropout in 2 decoder layers, and a narrow PatchGAN.
+TINY_MODELS = ("models.generator.name=unet", "models.generator.depth=4", "models.generator.ngf=8",
+               "models.generator.dropout_layers=2", "models.discriminator.ndf=8")
+
+
+@dataclass(frozen=True)
+class TrainedRun:
+    path: Path  # the run directory
+    data: Path  # its dataset: 10 train, 2 val and 4 test pairs of 32x32; test is read at original sizes
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory) -> TrainedRun:
+    """Two epochs of a tiny pix2pix run (checkpoints for epochs 1 and 2, and best.pt by val/psnr)."""
+    root = tmp_path_factory.mktemp("pix2pix_run")
+    data = root / "data"
+    made = run_cli("data", "synth", str(data), "--count", "16", "--size", "32", "--val", "0.125", "--test", "0.25")
+    assert made.returncode == 0, made.stderr
+    settings = [f"data.root={data}", "data.load_size=32", "data.crop_size=32", "data.num_workers=0",
+                "data.test.preprocess=none", "loop.epochs=2", "run.device=cpu", "run.output_dir=runs",
+                "visualizers=[]", "examples.every_epochs=null", "checkpoint.best_metric=val/psnr",
+                "checkpoint.best_mode=max", *TINY_MODELS]
+    trained = run_cli("train", "--trainer", "pix2pix", *(arg for s in settings for arg in ("--set", s)), cwd=root)
+    assert trained.returncode == 0, trained.stderr
+    return TrainedRun(root / "runs" / "run" / "version_0", data)

@@ -1,0 +1,186 @@
+"""The pix2pix trainer: the reference step, exact resume, precision, accumulation, schedules."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+from click.testing import CliRunner
+
+from nectargan_core import Run, load_checkpoint
+from nectargan_core.errors import ConfigError
+from nectargan_pix2pix.data_cli import data_group
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    root = tmp_path_factory.mktemp("synth") / "data"
+    result = CliRunner().invoke(data_group, ["synth", str(root), "--count", "16", "--size", "32"])
+    assert result.exit_code == 0, result.output
+    return root
+
+
+def config(tmp_path, root, **sections):
+    base = {
+        "trainer": "pix2pix",
+        "run": {"output_dir": str(tmp_path / "runs"), "device": "cpu", "seed": 5, "deterministic": True},
+        "loop": {"epochs": 1, "log_every_steps": 2},
+        "data": {"root": str(root), "load_size": 32, "crop_size": 32, "num_workers": 0, "batch_size": 2},
+        "models": {"generator": {"name": "unet", "depth": 5, "ngf": 8},
+                   "discriminator": {"name": "patchgan", "ndf": 8, "n_layers": 2}},
+        "optim": {"implementation": "single"},
+        "visualizers": [],
+    }
+    for key, value in sections.items():
+        base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) else value
+    return base
+
+
+def reference_step(G, D, opt_g, opt_d, real_a, real_b):
+    """The reference pix2pix iteration (optimize_parameters), written out by hand."""
+    fake_b = G(real_a)
+    for p in D.parameters():
+        p.requires_grad_(True)
+    opt_d.zero_grad()
+    pred_fake = D(torch.cat([real_a, fake_b.detach()], 1))
+    loss_d_fake = F.binary_cross_entropy_with_logits(pred_fake, torch.zeros_like(pred_fake))
+    pred_real = D(torch.cat([real_a, real_b], 1))
+    loss_d_real = F.binary_cross_entropy_with_logits(pred_real, torch.ones_like(pred_real))
+    loss_d = 0.5 * (loss_d_fake + loss_d_real)
+    loss_d.backward()
+    opt_d.step()
+    for p in D.parameters():
+        p.requires_grad_(False)
+    opt_g.zero_grad()
+    pred_fake = D(torch.cat([real_a, fake_b], 1))
+    loss_g_gan = F.binary_cross_entropy_with_logits(pred_fake, torch.ones_like(pred_fake))
+    loss_g_l1 = F.l1_loss(fake_b, real_b) * 100.0
+    (loss_g_gan + loss_g_l1).backward()
+    opt_g.step()
+    return {"D": loss_d.item(), "G/gan": loss_g_gan.item(), "G/l1": loss_g_l1.item()}
+
+
+def test_one_step_matches_the_hand_written_reference_step(tmp_path, synth):
+    run = Run.create(config(tmp_path, synth, loop={"max_steps": 1, "log_every_steps": 1},
+                            checkpoint={"save_last": False, "every_epochs": None}))
+    trainer = run.trainer
+    trainer.prepare()
+    G, D = copy.deepcopy(trainer.generator), copy.deepcopy(trainer.discriminator)
+    batch = next(iter(trainer.train_loader))
+    opt_g = torch.optim.Adam(G.parameters(), lr=2e-4, betas=(0.5, 0.999), foreach=False)
+    opt_d = torch.optim.Adam(D.parameters(), lr=2e-4, betas=(0.5, 0.999), foreach=False)
+
+    torch.manual_seed(123)
+    expected = reference_step(G, D, opt_g, opt_d, batch["A"], batch["B"])
+    torch.manual_seed(123)
+    logs = trainer.train_step(batch=batch, batch_idx=0)
+
+    assert logs["D/gan_d"].item() == pytest.approx(expected["D"], abs=1e-6)
+    assert logs["G/gan"].item() == pytest.approx(expected["G/gan"], abs=1e-6)
+    assert logs["G/l1"].item() == pytest.approx(expected["G/l1"], abs=1e-5)
+    for ours, theirs in ((trainer.generator, G), (trainer.discriminator, D)):
+        for (name, a), b in zip(ours.state_dict().items(), theirs.state_dict().values()):
+            assert torch.allclose(a, b, atol=1e-6), name
+    # D received no gradient from G's update, and is trainable again afterwards
+    assert all(p.requires_grad for p in trainer.discriminator.parameters())
+
+
+def generator_state(run):
+    return load_checkpoint(run.trainer.last_checkpoint)["state"]["generator"]
+
+
+@pytest.mark.parametrize("stop", ["epoch", "mid-epoch"])
+def test_resume_gives_the_same_weights_and_examples(tmp_path, synth, stop):
+    common = dict(loop={"epochs": 2}, checkpoint={"every_steps": 3, "keep_last": 10})
+    straight = Run.create(config(tmp_path / "a", synth, **common)).fit()
+    first = config(tmp_path / "b", synth, **common)
+    first["loop"].update({"epochs": 1} if stop == "epoch" else {"max_steps": 5})
+    interrupted = Run.create(first).fit()
+    resumed = Run.resume(interrupted.dir, overrides=["loop.epochs=2", "loop.max_steps=null"]).fit()
+    a, b = generator_state(straight), generator_state(resumed)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    for name in ("epoch0001.png", "epoch0002.png"):
+        assert (straight.dir / "examples" / name).read_bytes() == (resumed.dir / "examples" / name).read_bytes()
+    strip = lambda records: [{k: v for k, v in r.items() if k not in {"time", "elapsed"}} for r in records]  # noqa: E731
+    assert strip(straight.metrics()) == strip(resumed.metrics())
+
+
+def test_validation_metrics_best_checkpoint_and_lr_schedule(tmp_path, synth):
+    cfg = config(tmp_path, synth, loop={"epochs": 3},
+                 optim={"lr_schedule": {"name": "pix2pix_linear", "n_epochs": 1, "n_epochs_decay": 2}},
+                 checkpoint={"best_metric": "val/psnr", "best_mode": "max"})
+    run = Run.create(cfg).fit()
+    val = run.metrics("val")
+    assert [sorted(r["metrics"]) for r in val] == [["l1", "psnr", "ssim"]] * 3
+    assert all(0 < r["metrics"]["ssim"] <= 1 and r["metrics"]["psnr"] > 0 for r in val)
+    assert run.run_dir.best_checkpoint.is_file()
+    # reference rule: lr = base * (1 - max(0, epoch + 1 - n_epochs) / (n_epochs_decay + 1)), stepped per epoch
+    lrs = [r["lr"]["opt_g"] for r in run.metrics("epoch")]
+    # (the epoch record shows the LR used during that epoch; the scheduler steps after it)
+    assert lrs == pytest.approx([2e-4 * (1 - max(0, e + 1 - 1) / 3) for e in range(3)])
+    assert sorted(p.name for p in (run.dir / "examples").iterdir()) == [
+        "epoch0001.png", "epoch0002.png", "epoch0003.png"]
+
+
+def test_gradient_accumulation_equals_a_bigger_batch(tmp_path, synth):
+    """Without BN, dropout or the GAN term for G, 2 batches of 1 accumulated = 1 batch of 2."""
+    models = {"generator": {"name": "unet", "depth": 5, "ngf": 8, "norm": "none", "dropout_layers": 0},
+              "discriminator": {"name": "patchgan", "ndf": 8, "n_layers": 2, "norm": "none"}}
+    common = dict(models=models, loss={"terms": {"gan": {"weight": 0}}},
+                  data={"shuffle": False, "augment": []}, loop={"max_steps": 2, "log_every_steps": 1})
+    big = Run.create(config(tmp_path / "big", synth, **common)).trainer
+    big.config.loop.max_steps = 1
+    big.fit()
+    small_cfg = config(tmp_path / "small", synth, **common)
+    small_cfg["data"]["batch_size"] = 1
+    small_cfg["optim"] = {"implementation": "single", "gradient_accumulation": 2}
+    small = Run.create(small_cfg).trainer.fit()
+    for key in ("generator", "discriminator"):
+        a = getattr(big, key).state_dict()
+        b = getattr(small, key).state_dict()
+        for name in a:
+            assert torch.allclose(a[name], b[name], atol=1e-6), (key, name)
+
+
+def test_d_to_g_update_ratio(tmp_path, synth):
+    run = Run.create(config(tmp_path, synth, optim={"implementation": "single", "g_every": 2},
+                            loop={"max_steps": 2, "log_every_steps": 1}))
+    trainer = run.trainer
+    trainer.prepare()
+    batch = next(iter(trainer.train_loader))
+    before = {k: v.clone() for k, v in trainer.generator.named_parameters()}
+    trainer.global_step = 1  # an odd step: D only
+    logs = trainer.train_step(batch=batch, batch_idx=0)
+    assert "D/gan_d" in logs and not any(k.startswith("G/") for k in logs)
+    assert all(torch.equal(before[k], v) for k, v in trainer.generator.named_parameters())
+
+
+def test_bf16_autocast_on_cpu(tmp_path, synth):
+    run = Run.create(config(tmp_path, synth, precision={"amp": "bf16", "channels_last": True},
+                            loop={"max_steps": 2, "log_every_steps": 2})).fit()
+    losses = run.metrics("train")[-1]["losses"]
+    assert all(torch.isfinite(torch.tensor(v)) for v in losses.values())
+    assert run.trainer.precision.name == "bf16"
+
+
+def test_fp16_on_cpu_is_a_clear_error(tmp_path, synth):
+    with pytest.raises(ConfigError, match="precision.amp: fp16 autocast is not supported for training on CPU"):
+        Run.create(config(tmp_path, synth, precision={"amp": "fp16"})).trainer.prepare()
+
+
+def test_missing_data_root_is_a_clear_error(tmp_path):
+    cfg = config(tmp_path, "x")
+    del cfg["data"]["root"]
+    with pytest.raises(ConfigError, match="data.root: no dataset folder given"):
+        Run.create(cfg).trainer.prepare()
+
+
+def test_early_stopping(tmp_path, synth):
+    cfg = config(tmp_path, synth, loop={"epochs": 10},
+                 validation={"early_stop_metric": "psnr", "early_stop_patience": 1, "early_stop_min_delta": 1000})
+    run = Run.create(cfg).fit()
+    assert run.trainer.epochs_done == 2
+    status = run.status()
+    assert status["status"] == "finished" and status["reason"].startswith("early stopping: val/psnr")
