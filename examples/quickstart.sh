@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# NectarGAN quickstart, from a fresh clone: install, make a synthetic paired dataset, train pix2pix
+# on the CPU for a few minutes, evaluate it on the test split, and print where everything is.
+#
+#   bash examples/quickstart.sh            (VENV=path to use another virtual environment)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv="${VENV:-.venv}"
+if [ ! -x "$venv/bin/python" ]; then
+    echo "==> creating $venv"
+    python3 -m venv "$venv"
+fi
+echo "==> installing nectargan-core and the plugins (torch is pinned by constraints.txt)"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -c constraints.txt \
+    . ./plugins/nectargan-models ./plugins/nectargan-losses ./plugins/nectargan-pix2pix
+nectargan="$venv/bin/nectargan"
+
+"$nectargan" plugins list
+
+if [ ! -d quickstart/data/train ]; then
+    echo "==> making the synthetic dataset"
+    "$nectargan" data synth quickstart/data --count 400 --size 64 --seed 0
+fi
+
+echo "==> training (Ctrl-C stops cleanly; resume with: $nectargan train --resume latest --output-dir quickstart/runs)"
+"$nectargan" train -c examples/quickstart.yaml
+
+run_dir=$("$venv/bin/python" -c "from nectargan_core.rundir import latest_run; print(latest_run('quickstart/runs', 'quickstart').path)")
+echo "==> evaluating $run_dir on the test split"
+"$nectargan" test "$run_dir" --checkpoint best --split test
+
+echo
+echo "Results in $run_dir:"
+echo "  example grids (input | output | target), one per epoch: $run_dir/examples/"
+echo "  test metrics and outputs:                              $run_dir/test/"
+echo "  metrics log (JSON lines):                              $run_dir/metrics.jsonl"
+echo "  checkpoints:                                           $run_dir/checkpoints/"
