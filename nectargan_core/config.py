@@ -63,9 +63,7 @@ class RunSection(Section):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if "/" in value or "\\" in value or value in {".", ".."}:
-            raise ValueError("must be a plain name without path separators")
-        return value
+        return plain_name(value)
 
 
 class LoopSection(Section):
@@ -76,6 +74,10 @@ class LoopSection(Section):
     log_every_steps: int = Field(50, description="Write a metrics record every N steps", gt=0)
     val_every_epochs: Optional[int] = Field(1, description="Validate every N epochs (null: never)", gt=0)
     val_every_steps: Optional[int] = Field(None, description="Also validate every N steps", gt=0)
+    nonfinite: str = Field(
+        "stop", pattern="^(stop|skip)$",
+        description="On a NaN/Inf loss: stop (fail the run) or skip (trainers that leave such updates out keep going)",
+    )
 
 
 class CheckpointSection(Section):
@@ -128,6 +130,13 @@ class CoreConfig(Section):
     def to_dict(self) -> dict[str, Any]:
         """The resolved config as plain JSON-ready data (what run directories store)."""
         return self.model_dump(mode="json")
+
+
+def plain_name(value: str) -> str:
+    """``value`` if it names one folder entry (no separators, not . or ..), else a ValueError."""
+    if "/" in value or "\\" in value or value in {".", ".."}:
+        raise ValueError("must be a plain name without path separators")
+    return value
 
 
 def names_to_dict(value: Any) -> Any:

@@ -27,6 +27,7 @@ from .errors import RunDirError
 VERSION_PATTERN = re.compile(r"^version_(\d+)$")
 CHECKPOINT_PATTERN = re.compile(r"^epoch(\d+)-step(\d+)\.pt$")
 STATUSES = ("running", "finished", "failed", "interrupted")
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg"}
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,19 @@ class RunDir:
                 if match:
                     found.append(((int(match.group(2)), int(match.group(1))), entry))
         return [p for _, p in sorted(found)]
+
+    def latest_example(self) -> tuple[Path, int] | None:
+        """The most recently written image in ``examples/`` and its mtime in ns.
+
+        Hidden files are skipped: they are images still being written.
+        Visualizers show this after ``on_epoch_end``, when the trainer has written its grid.
+        """
+        try:
+            found = [(p, p.stat().st_mtime_ns) for p in self.examples.iterdir()
+                     if p.suffix.lower() in IMAGE_SUFFIXES and not p.name.startswith(".")]
+        except OSError:
+            return None
+        return max(found, key=lambda item: (item[1], item[0].name), default=None)
 
     def latest_checkpoint(self) -> Path | None:
         checkpoints = self.periodic_checkpoints()

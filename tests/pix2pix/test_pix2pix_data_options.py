@@ -53,7 +53,7 @@ def test_augmentations_by_name_or_with_options():
     ({"augment": [{"name": "hflip", "p": 2}]}, "augment.0.hflip.p: Input should be less than or equal to 1"),
     ({"augment": [{"name": "hflip", "sigma": 1}]}, "augment.0.hflip.sigma: unknown key"),
     ({"in_channels": 2}, "in_channels: Input should be 1, 3 or 4"),
-    ({"val": {"folder": "../elsewhere"}}, "val.folder: must be a plain folder name inside root"),
+    ({"val": {"folder": "../elsewhere"}}, "val.folder: must be a plain name without path separators"),
     ({"layout": "zip"}, "layout: Input should be 'auto', 'aligned' or 'folders'"),
 ])
 def test_bad_values_name_their_key(options, expected):

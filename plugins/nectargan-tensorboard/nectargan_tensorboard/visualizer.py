@@ -87,8 +87,8 @@ class TensorBoardVisualizer:
         self.details = details
         self.images_every_epochs = images_every_epochs
         self.writer: Any = None
-        #: (mtime, path) of the newest grid already in the events, so an unchanged grid is never added twice.
-        self._last_grid: tuple[int, Path] | None = None
+        #: (path, mtime) of the newest grid already in the events, so an unchanged grid is never added twice.
+        self._last_grid: tuple[Path, int] | None = None
 
     def _log_dir(self, trainer: Any) -> Path:
         run = trainer.run_dir.path
@@ -101,15 +101,6 @@ class TensorBoardVisualizer:
             if self.details or "." not in key:
                 self.writer.add_scalar(prefix + key, value, step)
 
-    @staticmethod
-    def _newest_grid(trainer: Any) -> tuple[int, Path] | None:
-        """The newest PNG in the run's examples folder (dot files are half-written temporaries)."""
-        folder = trainer.run_dir.examples
-        if not folder.is_dir():
-            return None
-        return max(((p.stat().st_mtime_ns, p) for p in folder.glob("*.png") if not p.name.startswith(".")),
-                   default=None)
-
     @hookimpl
     def on_train_start(self, trainer: Any) -> None:
         step = trainer.global_step
@@ -121,7 +112,7 @@ class TensorBoardVisualizer:
         # text_pb keeps the tag as given (SummaryWriter.add_text would append "/text_summary").
         self.writer.file_writer.add_summary(text_pb(CONFIG_TAG, f"```yaml\n{dump_yaml(config)}```"), step)
         # Grids already there are from before a resume: the earlier process added them.
-        self._last_grid = self._newest_grid(trainer)
+        self._last_grid = trainer.run_dir.latest_example()
 
     @hookimpl
     def on_log(self, record: Mapping[str, Any]) -> None:
@@ -140,9 +131,9 @@ class TensorBoardVisualizer:
         self._scalars(means, trainer.global_step, "epoch/")
         every = self.images_every_epochs
         if every and trainer.epochs_done % every == 0:
-            newest = self._newest_grid(trainer)
+            newest = trainer.run_dir.latest_example()
             if newest is not None and newest != self._last_grid:
-                self.writer.file_writer.add_summary(image_summary(IMAGE_TAG, newest[1]), trainer.epochs_done)
+                self.writer.file_writer.add_summary(image_summary(IMAGE_TAG, newest[0]), trainer.epochs_done)
                 self._last_grid = newest
 
     @hookimpl

@@ -23,7 +23,6 @@ from .options import VisdomOptions
 from .sender import Report, Sender
 from .updates import ImageUpdate, LogUpdate, UpdateQueue, ValidationUpdate
 
-IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg"}
 
 
 class VisdomVisualizer:
@@ -63,7 +62,7 @@ class VisdomVisualizer:
         every = self.options.images_every_epochs
         if self._queue is None or not every or (epoch + 1) % every:
             return
-        newest = newest_image(trainer.run_dir.examples)
+        newest = trainer.run_dir.latest_example()
         if newest is not None and newest != self._last_image:
             self._last_image = newest
             self._queue.put(ImageUpdate(newest[0], f"after epoch {epoch + 1}: {newest[0].name}"))
@@ -121,13 +120,3 @@ def history_loader(board: Board, trainer: Any) -> Optional[Callable[[], None]]:
     path, step, batches = trainer.run_dir.metrics_file, trainer.global_step, trainer.num_batches()
     # Steps only grow, so reading stops at the first record this run writes after resuming.
     return lambda: board.load_history(takewhile(lambda r: r.get("step", 0) <= step, read_metrics(path)), batches)
-
-
-def newest_image(folder: Path) -> Optional[tuple[Path, int]]:
-    """The most recently written image in ``folder`` (skipping hidden temp files), with its mtime."""
-    try:
-        found = [(p, p.stat().st_mtime_ns) for p in folder.iterdir()
-                 if p.suffix.lower() in IMAGE_SUFFIXES and not p.name.startswith(".")]
-    except OSError:
-        return None
-    return max(found, key=lambda item: (item[1], item[0].name), default=None)

@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal, Mapping, Optional, Union
 
 from pydantic import AfterValidator, Field, ValidationError, ValidationInfo, field_validator
 
-from nectargan_core.config import Section, describe_errors
+from nectargan_core.config import Section, describe_errors, plain_name
 from nectargan_core.errors import ConfigError
 
 Split = Literal["train", "val", "test"]
@@ -169,9 +169,7 @@ class EvalSplitOptions(Section):
     @field_validator("folder")
     @classmethod
     def _plain(cls, value: str) -> str:
-        if "/" in value or "\\" in value or value in {".", ".."}:
-            raise ValueError("must be a plain folder name inside root")
-        return value
+        return plain_name(value)
 
 
 class ValSplitOptions(EvalSplitOptions):
