@@ -297,3 +297,21 @@ def test_strict_mode_lets_a_failing_callback_fail_the_run(tmp_path, monkeypatch)
     with pytest.raises(ValueError, match="visualizer bug"):
         run.fit()
     assert run.status()["status"] == "failed"
+
+
+def test_console_progress_bar_mode(tmp_path, capsys):
+    config = toy_config(tmp_path, epochs=2)
+    config["visualizers"] = {"console": {"bar": "on"}}
+    Run.create(config).fit()
+    out = capsys.readouterr().out
+    assert "training 'toy' on cpu: 2 epochs" in out
+    assert "epoch 2/2 done in" in out and "done: 2 epochs, 4 steps" in out
+
+
+def test_console_plain_mode_prints_one_line_per_record(tmp_path, capsys):
+    config = toy_config(tmp_path, epochs=2)
+    config["visualizers"] = {"console": {"bar": "off", "every_logs": 1}}
+    Run.create(config).fit()
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("epoch ") and " step " in line]
+    assert [line.split(" step ")[1].split()[0] for line in lines] == ["2", "4"]
+    assert all("loss" in line and "ETA" in line for line in lines)

@@ -184,3 +184,21 @@ def test_early_stopping(tmp_path, synth):
     assert run.trainer.epochs_done == 2
     status = run.status()
     assert status["status"] == "finished" and status["reason"].startswith("early stopping: val/psnr")
+
+
+def test_gradient_clipping_bounds_each_network(tmp_path, synth, monkeypatch):
+    norms = []
+    clip = torch.nn.utils.clip_grad_norm_
+
+    def recording_clip(parameters, max_norm, *args, **kwargs):
+        parameters = list(parameters)
+        norms.append((max_norm, clip(parameters, max_norm, *args, **kwargs).item()))
+        after = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in parameters if p.grad is not None]))
+        assert after.item() <= max_norm * (1 + 1e-4)
+        return after
+
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", recording_clip)
+    Run.create(config(tmp_path, synth, optim={"implementation": "single", "grad_clip": 0.01},
+                      loop={"max_steps": 2, "log_every_steps": 1})).fit()
+    assert len(norms) == 4  # D and G, two steps
+    assert all(limit == 0.01 and before > 0.01 for limit, before in norms)  # the clip was needed
