@@ -40,10 +40,16 @@ def save_checkpoint(payload: Mapping[str, Any], path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {"format": FORMAT, "format_version": FORMAT_VERSION, **payload}
-    atomic_write(path, lambda handle: torch.save(data, handle))
-    sidecar = {"file": path.name, "size": path.stat().st_size, "sha256": sha256_of(path),
-               "epoch": payload.get("epoch"), "global_step": payload.get("global_step")}
-    atomic_write_text(sidecar_path(path), json.dumps(sidecar, indent=2) + "\n")
+    try:
+        atomic_write(path, lambda handle: torch.save(data, handle))
+        sidecar = {"file": path.name, "size": path.stat().st_size, "sha256": sha256_of(path),
+                   "epoch": payload.get("epoch"), "global_step": payload.get("global_step")}
+        atomic_write_text(sidecar_path(path), json.dumps(sidecar, indent=2) + "\n")
+    except OSError as exc:  # a full or read-only disk: the temp file is gone, earlier checkpoints are intact
+        raise CheckpointError(
+            f"{path}: could not write checkpoint ({exc.strerror or exc}); earlier checkpoints are kept; "
+            "free disk space or choose another run.output_dir"
+        ) from exc
     return path
 
 

@@ -31,3 +31,7 @@ class CheckpointError(NectarGANError):
 
 class RunDirError(NectarGANError):
     """A run directory is missing, unwritable or not a NectarGAN run."""
+
+
+class TrainingError(NectarGANError):
+    """Training cannot go on: a non-finite loss or weights, out of memory, a full or read-only disk."""

@@ -10,6 +10,7 @@ stopping) lives here, once, for every trainer.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import math
 import sys
@@ -20,7 +21,7 @@ import torch
 
 from .checkpoint import load_checkpoint, save_checkpoint
 from .device import rng_state, set_rng_state
-from .errors import CheckpointError, PluginError
+from .errors import CheckpointError, NectarGANError, PluginError, TrainingError
 from .metrics import MetricsLog
 from .rundir import RunDir
 
@@ -167,15 +168,35 @@ class Trainer:
             body()
         except BaseException as exc:
             interrupted = isinstance(exc, KeyboardInterrupt)
+            user_error = self._user_error(exc)
             try:
                 self.run_dir.write_status(
                     "interrupted" if interrupted else "failed",
                     epoch=self.epochs_done, step=self.global_step,
-                    error=None if interrupted else f"{type(exc).__name__}: {exc}",
+                    error=None if interrupted else f"{type(exc).__name__}: {user_error or exc}",
                 )
             finally:
                 self.hook.on_exception(trainer=self, exception=exc)
+            if user_error is not None:
+                raise user_error from exc
             raise
+
+    def _user_error(self, exc: BaseException) -> NectarGANError | None:
+        """A one-line error for faults of the machine rather than the code (memory, disk), else None.
+
+        These are the user's to fix, so the CLI shows one line instead of a traceback.
+        """
+        if isinstance(exc, torch.OutOfMemoryError) or (
+            isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+        ):
+            return TrainingError(
+                f"out of memory on {self.device} at step {self.global_step + 1}: "
+                "use a smaller batch size or image size"
+            )
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
+            where = f"{exc.filename}: " if exc.filename else ""
+            return TrainingError(f"{where}cannot write: {exc.strerror}; free space or choose another run.output_dir")
+        return None
 
     def _fit(self) -> None:
         self._begin()
@@ -317,8 +338,10 @@ class Trainer:
         sums = {k: (next(host) if isinstance(v, torch.Tensor) else float(v)) for k, v in zip(keys, values)}
         steps = self._interval_steps
         losses = {k: s / steps for k, s in sums.items()}
+        bad = self._nonfinite(sums, steps)
         for key, total in sums.items():
-            self._epoch_sums[key] = self._epoch_sums.get(key, 0.0) + total
+            if key not in bad:
+                self._epoch_sums[key] = self._epoch_sums.get(key, 0.0) + total
         self._epoch_steps += steps
         self._interval, self._interval_steps = {}, 0
         total = self.num_batches()
@@ -331,6 +354,43 @@ class Trainer:
         }
         self.metrics_log.append(record)
         self.hook.on_log(trainer=self, record=record)
+
+    def _nonfinite(self, sums: Mapping[str, float], steps: int) -> list[str]:
+        """Apply ``loop.nonfinite`` to an interval's loss sums (already on the host); the bad keys.
+
+        A NaN or Inf in any step makes the interval's sum non-finite, so
+        checking sums finds it without reading back every step.
+        """
+        bad = sorted(k for k, v in sums.items() if not math.isfinite(v))
+        if bad:
+            first = self.global_step - steps + 1
+            where = f"steps {first}-{self.global_step}" if steps > 1 else f"step {self.global_step}"
+            message = f"non-finite loss {', '.join(bad)} in {where}"
+            if self.config.loop.nonfinite == "stop":
+                raise TrainingError(f"{message}; stopped (loop.nonfinite=stop); {self._last_good()}")
+            print(f"warning: {message}; left out of the epoch averages (loop.nonfinite=skip)",
+                  file=sys.stderr, flush=True)
+        return bad
+
+    def _last_good(self) -> str:
+        last = self.run_dir.latest_checkpoint()
+        return f"the last good checkpoint is {last}" if last else "no checkpoint was written"
+
+    def _check_finite(self) -> None:
+        """Refuse to checkpoint a poisoned state, so the last good checkpoint is never replaced by it.
+
+        One device-side reduction and one read-back per checkpoint (which syncs anyway).
+        """
+        groups = {f"weights of '{name}'": [t for t in obj.state_dict().values() if t.is_floating_point()]
+                  for name, obj in self.stateful.items() if isinstance(obj, torch.nn.Module)}
+        if self.config.loop.nonfinite == "stop":
+            groups.update({f"loss {k}": [v] for k, v in self._interval.items() if isinstance(v, torch.Tensor)})
+        flags = {what: torch.stack([torch.isfinite(t).all() for t in group]).all()
+                 for what, group in groups.items() if group}
+        if not flags or bool(torch.stack(list(flags.values())).all()):
+            return
+        bad = ", ".join(what for what, ok in flags.items() if not ok)
+        raise TrainingError(f"non-finite {bad} at step {self.global_step}; checkpoint not written; {self._last_good()}")
 
     def _validate(self) -> dict[str, float]:
         if not self.hook.validate.get_hookimpls():
@@ -400,6 +460,7 @@ class Trainer:
             if self._saved_at == (self.epochs_done, self.global_step):
                 return self.last_checkpoint
             path = self.run_dir.checkpoints / RunDir.checkpoint_name(self.epochs_done, self.global_step)
+        self._check_finite()
         written = save_checkpoint(self.checkpoint_payload(), path)
         if periodic:
             self._saved_at = (self.epochs_done, self.global_step)

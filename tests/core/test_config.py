@@ -60,7 +60,7 @@ def test_overrides_are_typed_by_the_model(registry):
 BAD = [
     ({"loop": {"epochs": -1}}, "defaults: loop.epochs: Input should be greater than 0 (got -1)"),
     ({"loop": {"epochs": "many"}}, "defaults: loop.epochs: Input should be a valid integer, unable to parse string as an integer (got 'many')"),
-    ({"loop": {"epochz": 3}}, "defaults: loop.epochz: unknown key; did you mean 'epochs'? allowed keys: epochs, log_every_steps, max_steps, val_every_epochs, val_every_steps"),
+    ({"loop": {"epochz": 3}}, "defaults: loop.epochz: unknown key; did you mean 'epochs'? allowed keys: epochs, log_every_steps, max_steps, nonfinite, val_every_epochs, val_every_steps"),
     ({"lop": {}}, "defaults: lop: unknown key; did you mean 'loop'?"),
     ({"run": {"device": "gpu"}}, "defaults: run.device: must be auto, cpu, cuda, cuda:N or mps"),
     ({"run": {"name": "a/b"}}, "defaults: run.name: must be a plain name without path separators"),
@@ -163,7 +163,7 @@ def test_cli_validate_show_schema_init(cli, tmp_path):
     assert result.stderr.splitlines() == [
         f"error: {bad}: loop.epochs: Input should be greater than 0 (got 0)",
         f"error: {bad}: toy.lrr: unknown key; did you mean 'lr'? allowed keys: batch_size, fail_at_step, "
-        "loss, lr, model, samples, step_sleep, val_samples",
+        "loss, lr, model, nan_at_step, samples, step_sleep, val_samples",
     ]
 
     shown = cli("config", "show", "-c", str(good), "--set", "loop.epochs=9", "--json")

@@ -21,6 +21,7 @@ class ToySection(Section):
     lr: float = Field(0.05, description="SGD learning rate", gt=0)
     step_sleep: float = Field(0.0, description="Seconds to sleep in each step (for signal tests)", ge=0)
     fail_at_step: Optional[int] = Field(None, description="Raise RuntimeError at this global step")
+    nan_at_step: Optional[int] = Field(None, description="Make the loss NaN at this global step (numerical fault tests)")
     model: ModelChoice = Field(default_factory=ModelChoice, validate_default=True)
     loss: LossChoice = Field(default_factory=LossChoice, validate_default=True)
 

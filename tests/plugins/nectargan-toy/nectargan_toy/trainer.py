@@ -42,9 +42,13 @@ class ToyTrainer(Trainer):
             time.sleep(cfg.step_sleep)
         x, y = (t.to(self.device) for t in batch)
         loss = self.loss(self.model(x), y)
+        if cfg.nan_at_step is not None and self.global_step + 1 == cfg.nan_at_step:
+            loss = loss * float("nan")
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        self.optimizer.step()
+        # A trainer that supports loop.nonfinite=skip leaves a non-finite update out (the toy may sync).
+        if self.config.loop.nonfinite == "stop" or torch.isfinite(loss):
+            self.optimizer.step()
         return {"loss": loss.detach(), "noise": torch.rand(())}
 
     @hookimpl

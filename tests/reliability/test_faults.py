@@ -1,0 +1,130 @@
+"""Numerical and environment faults: each ends in one clear line and never costs the last good checkpoint."""
+
+from __future__ import annotations
+
+import errno
+import math
+import os
+
+import pytest
+import torch
+
+from nectargan_core import Run, load_checkpoint
+from nectargan_core.errors import CheckpointError, RunDirError, TrainingError
+from nectargan_core.rundir import RunDir
+from support import make_fake_dist, run_cli
+
+
+def toy(tmp_path, loop=None, checkpoint=None, **toy_options):
+    return {
+        "trainer": "toy",
+        "run": {"output_dir": str(tmp_path / "runs"), "name": "faults", "device": "cpu", "deterministic": True},
+        "loop": {"epochs": 2, "log_every_steps": 4, **(loop or {})},
+        "checkpoint": {"every_steps": 1, "keep_last": 2, **(checkpoint or {})},
+        "toy": {"samples": 16, "batch_size": 4, **toy_options},
+        "visualizers": [],
+    }
+
+
+def latest(run: Run):
+    return RunDir(run.dir).latest_checkpoint()
+
+
+# -- numerical faults ------------------------------------------------------
+def test_nan_is_never_checkpointed_and_stops_the_run(tmp_path):
+    run = Run.create(toy(tmp_path, nan_at_step=3))
+    with pytest.raises(TrainingError, match=r"non-finite weights of 'model', loss loss at step 3; checkpoint not written; "
+                                            r"the last good checkpoint is .*epoch0000-step00000002\.pt"):
+        run.fit()
+    good = load_checkpoint(latest(run))
+    assert good["global_step"] == 2
+    assert all(torch.isfinite(t).all() for t in good["state"]["model"].values())
+    assert run.status()["status"] == "failed"
+
+
+def test_nan_loss_found_at_the_logging_interval_names_steps_and_term(tmp_path):
+    run = Run.create(toy(tmp_path, checkpoint={"every_steps": None}, nan_at_step=6))
+    with pytest.raises(TrainingError, match=r"non-finite loss loss in steps 5-8; stopped \(loop.nonfinite=stop\)"):
+        run.fit()
+    assert latest(run).name == "epoch0001-step00000004.pt"  # the epoch-end checkpoint before the fault
+
+
+def test_skip_policy_leaves_the_update_out_and_keeps_training(tmp_path, capsys):
+    run = Run.create(toy(tmp_path, loop={"nonfinite": "skip"}, nan_at_step=6)).fit()
+    assert "warning: non-finite loss loss in steps 5-8; left out of the epoch averages" in capsys.readouterr().err
+    assert run.status()["status"] == "finished"
+    final = load_checkpoint(latest(run))
+    assert final["global_step"] == 8 and all(torch.isfinite(t).all() for t in final["state"]["model"].values())
+    epoch_losses = [r["losses"] for r in run.metrics("epoch")]
+    assert "loss" not in epoch_losses[1] and math.isfinite(epoch_losses[0]["loss"])
+
+
+def test_nan_through_the_cli_is_one_line(tmp_path):
+    config = tmp_path / "nan.yaml"
+    config.write_text(f"trainer: toy\nrun: {{output_dir: {tmp_path / 'runs'}, device: cpu}}\n"
+                      "checkpoint: {every_steps: 1}\ntoy: {nan_at_step: 2}\nvisualizers: []\n")
+    result = run_cli("train", "-c", str(config), timeout=60)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("error: non-finite weights of 'model', loss loss at step 2;")
+
+
+# -- environment faults ----------------------------------------------------
+def test_output_dir_under_a_regular_file(tmp_path):
+    (tmp_path / "file").write_text("")
+    config = toy(tmp_path)
+    config["run"]["output_dir"] = str(tmp_path / "file" / "runs")
+    with pytest.raises(RunDirError, match="run.output_dir: cannot create"):
+        Run.create(config)
+
+
+def test_disk_full_during_checkpoint_write_keeps_the_previous_one(tmp_path, monkeypatch):
+    run = Run.create(toy(tmp_path))
+    real_save = torch.save
+
+    def fill_disk_at_step_3(obj, handle):
+        if obj["global_step"] == 3:
+            handle.write(bytes(1024))
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_save(obj, handle)
+
+    monkeypatch.setattr(torch, "save", fill_disk_at_step_3)
+    with pytest.raises(CheckpointError, match=r"epoch0000-step00000003\.pt: could not write checkpoint "
+                                              r"\(No space left on device\); earlier checkpoints are kept"):
+        run.fit()
+    files = sorted(os.listdir(run.dir / "checkpoints"))
+    assert files == ["epoch0000-step00000001.pt", "epoch0000-step00000001.pt.json",
+                     "epoch0000-step00000002.pt", "epoch0000-step00000002.pt.json"]  # nothing pruned, no temp file
+    assert load_checkpoint(latest(run))["global_step"] == 2
+    assert run.status()["status"] == "failed"
+
+
+OOM_TRAINER = """
+import torch
+
+from nectargan_core import hookimpl
+from nectargan_toy.trainer import ToyTrainer
+from nectargan_toy.options import ToyTrainerOptions
+
+
+class HungryTrainer(ToyTrainer):
+    @hookimpl(tryfirst=True)
+    def train_step(self, batch, batch_idx):
+        raise {error}
+
+
+@hookimpl
+def register_trainers(register):
+    register("hungry", "hungry_plugin:HungryTrainer", options=ToyTrainerOptions)
+"""
+
+
+@pytest.mark.parametrize("error", ['torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")',
+                                   'RuntimeError("DefaultCPUAllocator: can\'t allocate memory: out of memory")'])
+def test_out_of_memory_on_the_first_step_is_one_line(tmp_path, error):
+    site = make_fake_dist(tmp_path / "site", "nectargan-hungry", "hungry_plugin", OOM_TRAINER.format(error=error))
+    config = tmp_path / "oom.yaml"
+    config.write_text(f"trainer: hungry\nrun: {{output_dir: {tmp_path / 'runs'}, device: cpu}}\nvisualizers: []\n")
+    result = run_cli("train", "-c", str(config), env={"PYTHONPATH": str(site)}, timeout=60)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: out of memory on cpu at step 1: use a smaller batch size or image size")
