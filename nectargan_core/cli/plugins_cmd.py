@@ -1,17 +1,23 @@
-"""``nectargan plugins``: what is installed, what it provides, and what failed."""
+"""``nectargan plugins``: what is installed, what it provides, and what failed; new, install, uninstall."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
 
 import click
 
-from ..plugins import PluginInfo, get_plugins
+from ..errors import PluginError
+from ..plugins import PluginInfo, get_plugins, normalize
+from ..scaffold import KINDS
 
 
 @click.group("plugins")
 def plugins_group() -> None:
-    """Inspect installed plugins."""
+    """Inspect, create, install and uninstall plugins."""
 
 
 def _components_text(info: PluginInfo) -> str:
@@ -78,3 +84,108 @@ def show_plugin(name: str, as_json: bool) -> None:
     for component in info.components:
         extra = f" - {component.description}" if component.description else ""
         click.echo(f"  {component.kind} {component.name}{extra}")
+
+
+@plugins_group.command("new")
+@click.argument("name")
+@click.option("--kind", type=click.Choice(KINDS),
+              default="loss", show_default=True, help="The kind of part the example registers.")
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="Where to create the nectargan-NAME folder.")
+def new_plugin(name: str, kind: str, directory: Path) -> None:
+    """Create a plugin distribution nectargan-NAME with a working example part and its tests.
+
+    \b
+    Example:
+      nectargan plugins new sharpness --kind loss
+      pip install -e "./nectargan-sharpness[test]" && pytest nectargan-sharpness
+    """
+    from ..scaffold import render
+
+    target = render(name, kind, directory)
+    click.echo(f"created {target} ({kind} '{name}')")
+    click.echo(f"next: pip install -e \"{target}[test]\" && pytest {target}")
+
+
+def _pip(*args: str) -> None:
+    """Run pip of this interpreter, so plugins land where nectargan runs; its output goes to the terminal."""
+    done = subprocess.run([sys.executable, "-m", "pip", *args], check=False)
+    if done.returncode:
+        raise PluginError(f"pip {args[0]} failed with exit code {done.returncode}")
+
+
+def _fresh_plugin_list() -> list[dict[str, Any]]:
+    """Every plugin as a new process sees it: this process has already imported the old versions."""
+    done = subprocess.run([sys.executable, "-m", "nectargan_core", "plugins", "list", "--all", "--json"],
+                          capture_output=True, text=True, check=False)
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        raise PluginError(f"listing plugins in a new process failed: {last}")
+    return json.loads(done.stdout)
+
+
+def _matches(entry: dict[str, Any], names: set[str]) -> bool:
+    return normalize(entry["name"]) in names or normalize(entry["distribution"] or "") in names
+
+
+@plugins_group.command("install", context_settings={"ignore_unknown_options": True})
+@click.argument("specs", nargs=-1, required=True)
+def install_plugins(specs: tuple[str, ...]) -> None:
+    """Install plugins with pip (into this environment) and check that they load.
+
+    SPECS are anything pip installs (names, folders, wheels, URLs); pip options
+    such as --upgrade or --no-deps pass through. Exits non-zero when a plugin
+    it installed fails to load.
+
+    \b
+    Examples:
+      nectargan plugins install nectargan-visdom
+      nectargan plugins install ./nectargan-sharpness
+    """
+    before = {(e["name"], e["distribution"], e["version"]) for e in _fresh_plugin_list()}
+    _pip("install", *specs)
+    after = _fresh_plugin_list()
+    requested = {normalize(spec) for spec in specs if not spec.startswith("-")}
+    changed = [e for e in after
+               if (e["name"], e["distribution"], e["version"]) not in before or _matches(e, requested)]
+    if not changed:
+        raise PluginError(f"pip installed {' '.join(specs)}, but no new nectargan plugin appeared; "
+                          "is the 'nectargan' entry point declared?")
+    failed = False
+    for entry in changed:
+        click.echo(f"{entry['name']} ({entry['distribution']} {entry['version']}) [{entry['status']}]")
+        if entry["error"]:
+            failed = True
+            click.echo(f"  error: {entry['error']}")
+        for kind, names in entry["components"].items():
+            click.echo(f"  {kind}: {', '.join(names)}")
+    if failed:
+        raise PluginError("installed, but a plugin does not load (see above)")
+
+
+@plugins_group.command("uninstall")
+@click.argument("names", nargs=-1, required=True)
+def uninstall_plugins(names: tuple[str, ...]) -> None:
+    """Uninstall plugin distributions with pip and confirm they are gone.
+
+    NAMES are distribution names or plugin (entry-point) names as shown by
+    'nectargan plugins list'.
+
+    \b
+    Example:
+      nectargan plugins uninstall nectargan-sharpness
+    """
+    wanted = {normalize(name) for name in names}
+    listed = [e for e in _fresh_plugin_list() if _matches(e, wanted)]
+    unknown = wanted - {normalize(e[key] or "") for e in listed for key in ("name", "distribution")}
+    if unknown:
+        raise PluginError(f"no installed plugin named {', '.join(sorted(unknown))}; see 'nectargan plugins list'")
+    if any(e["builtin"] for e in listed):
+        raise PluginError("the core's built-in plugins are part of nectargan-core and cannot be uninstalled")
+    distributions = sorted({normalize(e["distribution"]) for e in listed if e["distribution"]})
+    _pip("uninstall", "--yes", *distributions)
+    left = [e for e in _fresh_plugin_list() if _matches(e, wanted)]
+    if left:
+        raise PluginError(f"still installed: {', '.join(e['name'] for e in left)} "
+                          "(installed in another location on sys.path?)")
+    click.echo(f"uninstalled: {', '.join(distributions)}")

@@ -1,0 +1,75 @@
+"""`nectargan plugins install/uninstall`: a real pip install of a rendered scaffold into this environment."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from nectargan_core.scaffold import render
+from support import run_cli
+
+DISTRIBUTION = "nectargan-authkit-probe"
+
+
+@pytest.fixture
+def probe(tmp_path):
+    """A freshly rendered loss plugin; whatever the test does, it is not left installed."""
+    folder = render("authkit_probe", "loss", tmp_path)
+    yield folder
+    subprocess.run([sys.executable, "-m", "pip", "uninstall", "--yes", "--quiet", DISTRIBUTION],
+                   capture_output=True, timeout=120)
+
+
+def test_install_verifies_the_plugin_loads_and_uninstall_removes_it(probe):
+    installed = run_cli("plugins", "install", "--quiet", "--no-deps", "--no-build-isolation", str(probe))
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert f"authkit_probe ({DISTRIBUTION} 0.1.0) [loaded]\n  loss: authkit_probe\n" in installed.stdout
+    assert "authkit_probe" in run_cli("plugins", "list").stdout
+
+    removed = run_cli("plugins", "uninstall", "authkit_probe")
+    assert removed.returncode == 0, removed.stdout + removed.stderr
+    assert f"uninstalled: {DISTRIBUTION}\n" in removed.stdout
+    assert "authkit_probe" not in run_cli("plugins", "list", "--all").stdout
+
+
+def test_install_of_a_distribution_without_a_plugin_fails(tmp_path):
+    folder = tmp_path / "not-a-plugin"
+    folder.mkdir()
+    (folder / "pyproject.toml").write_text('[project]\nname = "authkit-not-a-plugin"\nversion = "1.0"\n'
+                                           '[tool.setuptools]\npy-modules = []\n')
+    try:
+        installed = run_cli("plugins", "install", "--quiet", "--no-deps", "--no-build-isolation", str(folder))
+        assert installed.returncode == 1
+        assert "but no new nectargan plugin appeared" in installed.stderr
+    finally:
+        subprocess.run([sys.executable, "-m", "pip", "uninstall", "--yes", "--quiet", "authkit-not-a-plugin"],
+                       capture_output=True, timeout=120)
+
+
+def test_install_reports_pip_failure():
+    failed = run_cli("plugins", "install", "--no-index", "nectargan-authkit-does-not-exist")
+    assert failed.returncode == 1
+    assert "error: pip install failed with exit code 1" in failed.stderr
+
+
+def test_uninstall_refuses_unknown_names_and_the_core():
+    unknown = run_cli("plugins", "uninstall", "authkit_never_installed")
+    assert (unknown.returncode, unknown.stderr) == (
+        1, "error: no installed plugin named authkit-never-installed; see 'nectargan plugins list'\n")
+    core = run_cli("plugins", "uninstall", "core")
+    assert core.returncode == 1 and "cannot be uninstalled" in core.stderr
+
+
+def test_install_prints_the_load_error_of_a_broken_plugin(tmp_path):
+    folder = render("authkit_broken", "loss", tmp_path / "src")
+    plugin = folder / "nectargan_authkit_broken" / "plugin.py"
+    plugin.write_text(plugin.read_text().replace("@hookimpl\ndef register_losses", "@hookimpl\ndef register_lossess"))
+    site = tmp_path / "site"  # pip's --target passes through, so this test leaves the environment alone
+    installed = run_cli("plugins", "install", "--quiet", "--no-deps", "--no-build-isolation", "--target", str(site),
+                        str(folder), env={"PYTHONPATH": str(site)})
+    assert installed.returncode == 1
+    assert installed.stdout.endswith("authkit_broken (nectargan-authkit-broken 0.1.0) [error]\n  error: hook "
+                                     "'register_lossess' is not a nectargan hook; did you mean 'register_losses'?\n")
+    assert installed.stderr.endswith("error: installed, but a plugin does not load (see above)\n")
