@@ -169,17 +169,41 @@ class Trainer:
         except BaseException as exc:
             interrupted = isinstance(exc, KeyboardInterrupt)
             user_error = self._user_error(exc)
+            emergency = None if interrupted or isinstance(exc, OSError) else self._emergency_checkpoint()
             try:
                 self.run_dir.write_status(
                     "interrupted" if interrupted else "failed",
                     epoch=self.epochs_done, step=self.global_step,
                     error=None if interrupted else f"{type(exc).__name__}: {user_error or exc}",
+                    emergency_checkpoint=str(emergency) if emergency else None,
                 )
             finally:
                 self.hook.on_exception(trainer=self, exception=exc)
             if user_error is not None:
                 raise user_error from exc
             raise
+
+    def _emergency_checkpoint(self) -> Any:
+        """After a crash, save the steps done since the last checkpoint as ``emergency-stepN.pt``.
+
+        Only a finite state is written, never over a periodic checkpoint, and
+        ``--resume`` does not pick it up by itself: the weights may hold part of
+        the update of the step that failed. Resume from it on purpose with
+        ``--resume RUN_DIR --checkpoint PATH``, or start from it with ``--init-from``.
+        """
+        if self.train_loader is None or self._saved_at == (self.epochs_done, self.global_step) \
+                or (self._saved_at is None and self.global_step == 0):
+            return None
+        path = self.run_dir.checkpoints / f"emergency-step{self.global_step:08d}.pt"
+        try:
+            self._check_finite()
+            save_checkpoint(self.checkpoint_payload(), path)
+        except Exception as err:  # noqa: BLE001 - the original error is what matters
+            print(f"warning: no emergency checkpoint: {err}", file=sys.stderr)
+            return None
+        print(f"saved the {self.global_step} steps done as an emergency checkpoint: {path}; continue with: "
+              f"nectargan train --resume {self.run_dir.path} --checkpoint {path}", file=sys.stderr)
+        return path
 
     def _user_error(self, exc: BaseException) -> NectarGANError | None:
         """A one-line error for faults of the machine rather than the code (memory, disk), else None.

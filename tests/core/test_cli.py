@@ -135,3 +135,32 @@ def test_signal_stops_gracefully_with_a_checkpoint(tmp_path, sig, code):
     resumed = run_cli("train", "--resume", str(run_dir), "--set", f"loop.max_steps={status['step'] + 2}")
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads((run_dir / "status.json").read_text())["step"] == status["step"] + 2
+
+
+def test_second_sigint_stops_at_once_without_damage(tmp_path):
+    from nectargan_core.checkpoint import load_checkpoint
+
+    config = write_config(tmp_path, epochs=1000)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}
+    exe = Path(sys.executable).with_name("nectargan")
+    # every step writes a checkpoint and sleeps, so the second signal lands mid-step or mid-write
+    proc = subprocess.Popen([str(exe), "train", "-c", str(config), "--set", "toy.step_sleep=0.3",
+                             "--set", "checkpoint.every_steps=1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    run_dir = tmp_path / "runs" / "cli" / "version_0"
+    deadline = time.time() + 60
+    while time.time() < deadline and not list((run_dir / "checkpoints").glob("epoch*.pt")):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    started = time.time()
+    out, err = proc.communicate(timeout=30)
+    assert time.time() - started < 5
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "interrupted"
+    files = sorted((run_dir / "checkpoints").iterdir())
+    assert not [p for p in files if ".tmp-" in p.name]
+    for checkpoint in (p for p in files if p.suffix == ".pt"):
+        load_checkpoint(checkpoint)  # verified against its size and checksum

@@ -315,3 +315,32 @@ def test_console_plain_mode_prints_one_line_per_record(tmp_path, capsys):
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("epoch ") and " step " in line]
     assert [line.split(" step ")[1].split()[0] for line in lines] == ["2", "4"]
     assert all("loss" in line and "ETA" in line for line in lines)
+
+
+def test_a_crash_leaves_an_emergency_checkpoint_that_resumes(tmp_path, capsys):
+    config = toy_config(tmp_path, epochs=2)
+    config["toy"].update(samples=16, fail_at_step=7)  # 4 batches per epoch; epoch 1 saved at step 4
+    run = Run.create(config)
+    with pytest.raises(RuntimeError, match="toy failure at step 7"):
+        run.fit()
+    emergency = run.run_dir.checkpoints / "emergency-step00000006.pt"
+    assert emergency.is_file()
+    status = run.status()
+    assert status["status"] == "failed" and status["emergency_checkpoint"] == str(emergency)
+    assert f"--checkpoint {emergency}" in capsys.readouterr().err
+    # not a periodic checkpoint: plain --resume keeps using the last good one
+    assert run.run_dir.latest_checkpoint().name == "epoch0001-step00000004.pt"
+    saved = load_checkpoint(emergency)
+    assert (saved["epoch"], saved["global_step"], saved["batch_in_epoch"]) == (1, 6, 2)
+    resumed = Run.resume(run.dir, checkpoint=emergency, overrides=["toy.fail_at_step=null"]).fit()
+    assert (resumed.trainer.epochs_done, resumed.trainer.global_step) == (2, 8)
+
+
+def test_no_emergency_checkpoint_when_nothing_is_new(tmp_path):
+    config = toy_config(tmp_path, epochs=2)
+    config["toy"]["fail_at_step"] = 3  # fails right after the epoch-1 checkpoint at step 2
+    run = Run.create(config)
+    with pytest.raises(RuntimeError):
+        run.fit()
+    assert not list(run.run_dir.checkpoints.glob("emergency-*"))
+    assert run.status()["emergency_checkpoint"] is None
