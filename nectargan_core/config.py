@@ -335,7 +335,10 @@ def load_file(path: str | Path) -> dict[str, Any]:
         if suffix == ".json":
             data = json.loads(text) if text.strip() else {}
         elif suffix == ".toml":
-            import tomllib
+            try:
+                import tomllib
+            except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI
+                import tomli as tomllib
 
             data = tomllib.loads(text)
         else:
