@@ -104,7 +104,8 @@ def new_plugin(name: str, kind: str, directory: Path) -> None:
 
     target = render(name, kind, directory)
     click.echo(f"created {target} ({kind} '{name}')")
-    click.echo(f"next: pip install -e \"{target}[test]\" && pytest {target}")
+    where = str(target) if target.is_absolute() else f"./{target}"
+    click.echo(f"next: pip install -e \"{where}[test]\" && pytest {where}")
 
 
 def _pip(*args: str) -> None:
