@@ -8,7 +8,7 @@ model; presets differ from the generic model only in their defaults.
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import Field, ValidationInfo, field_validator
 
@@ -16,6 +16,12 @@ from nectargan_core.config import Section
 
 Activation = Literal["leaky_relu", "relu", "gelu", "silu"]
 InitScheme = Literal["normal", "xavier", "kaiming", "orthogonal"]
+
+#: Initialisation options, shared by every network of this plugin.
+Init = Annotated[InitScheme, Field(description="Weight initialisation scheme")]
+InitGain = Annotated[Optional[float], Field(
+    gt=0, description="normal: std; xavier, orthogonal: gain; kaiming: factor on the He std "
+                      "(null: 0.02 for normal, 1 otherwise)")]
 
 DEPTH_HELP = "Number of downsamplings; inputs must be multiples of 2**depth"
 DROPOUT_LAYERS_HELP = "Decoder layers with dropout, counted outwards from the one after the innermost"
@@ -52,11 +58,8 @@ class UNetOptions(Section):
         description=f"{DROPOUT_LAYERS_HELP} (null: as the reference, max(depth - 5, 0))",
     )
     dropout: float = Field(0.5, ge=0, lt=1, description="Dropout probability of those layers")
-    init: InitScheme = Field("normal", description="Weight initialisation scheme")
-    init_gain: Optional[float] = Field(
-        None, gt=0, description="normal: std; xavier, orthogonal: gain; kaiming: factor on the He std "
-                                "(null: 0.02 for normal, 1 otherwise)"
-    )
+    init: Init = "normal"
+    init_gain: InitGain = None
 
     @field_validator("max_width")
     @classmethod
@@ -105,11 +108,8 @@ class PatchGANOptions(Section):
         "batch", description="batch, instance or none after each inner conv; spectral: spectral norm on every conv"
     )
     negative_slope: float = Field(0.2, ge=0, description="Slope of the LeakyReLU activations")
-    init: InitScheme = Field("normal", description="Weight initialisation scheme")
-    init_gain: Optional[float] = Field(
-        None, gt=0, description="normal: std; xavier, orthogonal: gain; kaiming: factor on the He std "
-                                "(null: 0.02 for normal, 1 otherwise)"
-    )
+    init: Init = "normal"
+    init_gain: InitGain = None
 
     @field_validator("max_width")
     @classmethod
