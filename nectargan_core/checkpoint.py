@@ -10,9 +10,9 @@ pickled Python objects is refused, never executed.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
-import os
 import pickle
 from pathlib import Path
 from typing import Any, Mapping
@@ -45,12 +45,31 @@ def save_checkpoint(payload: Mapping[str, Any], path: str | Path) -> Path:
         sidecar = {"file": path.name, "size": path.stat().st_size, "sha256": sha256_of(path),
                    "epoch": payload.get("epoch"), "global_step": payload.get("global_step")}
         atomic_write_text(sidecar_path(path), json.dumps(sidecar, indent=2) + "\n")
-    except OSError as exc:  # a full or read-only disk: the temp file is gone, earlier checkpoints are intact
+    except (OSError, RuntimeError) as exc:  # a full or read-only disk: the temp file is gone, earlier ones intact
+        cause = os_error_of(exc)
+        if cause is None:
+            raise
+        fix = "raise the file size limit (ulimit -f)" if cause.errno == errno.EFBIG else "free disk space"
         raise CheckpointError(
-            f"{path}: could not write checkpoint ({exc.strerror or exc}); earlier checkpoints are kept; "
-            "free disk space or choose another run.output_dir"
+            f"{path}: could not write checkpoint ({cause.strerror or cause}); earlier checkpoints are kept; "
+            f"{fix} or choose another run.output_dir"
         ) from exc
     return path
+
+
+def os_error_of(exc: BaseException) -> OSError | None:
+    """``exc`` if it is an OSError, else the OSError it was raised from or during, if any.
+
+    ``torch.save`` reports a failed ``write()`` (ENOSPC, EFBIG) of the file it writes to as a
+    RuntimeError ("unexpected pos ..."), with the OSError as its context.
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, OSError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return None
 
 
 def sidecar_path(path: Path) -> Path:

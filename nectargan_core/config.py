@@ -91,6 +91,17 @@ class CheckpointSection(Section):
     best_mode: str = Field("min", description="min or max: which way best_metric improves", pattern="^(min|max)$")
 
 
+class DistributedSection(Section):
+    """Data-parallel training under torchrun (ignored by a single process)."""
+
+    backend: str = Field("auto", pattern="^(auto|gloo|nccl)$",
+                         description="Process-group backend: auto (nccl on CUDA, gloo on CPU), gloo, nccl")
+    timeout_s: float = Field(600.0, gt=0, description="Seconds a rank waits for the others before the run fails")
+    sync_batchnorm: bool = Field(False, description="Convert batch norm layers to SyncBatchNorm (CUDA only)")
+    find_unused_parameters: bool = Field(
+        False, description="DDP find_unused_parameters (only for models with parameters a step does not use)")
+
+
 class CoreConfig(Section):
     """The sections every run has."""
 
@@ -98,6 +109,7 @@ class CoreConfig(Section):
     run: RunSection = Field(default_factory=RunSection)
     loop: LoopSection = Field(default_factory=LoopSection)
     checkpoint: CheckpointSection = Field(default_factory=CheckpointSection)
+    distributed: DistributedSection = Field(default_factory=DistributedSection)
     visualizers: dict[str, dict[str, Any]] = Field(
         default_factory=lambda: {"console": {}}, validate_default=True,
         description="Visualizers enabled for this run, name -> options",
@@ -262,8 +274,12 @@ def validate_config(
         model = build_config_model(registry, trainer)
     except PluginError as exc:
         raise ConfigError(f"{source}: {exc}") from None
+    # Absent sections are validated from {} like present ones, so registry-dependent
+    # defaults (a default part's options) are filled in and a saved config reads back the same.
+    absent = {name: {} for name, info in model.model_fields.items()
+              if name not in data and isinstance(info.annotation, type) and issubclass(info.annotation, Section)}
     try:
-        return model.model_validate(dict(data), context={"registry": registry})
+        return model.model_validate({**absent, **data}, context={"registry": registry})
     except ValidationError as exc:
         raise ConfigError("\n".join(f"{source}: {line}" for line in describe_errors(exc, model))) from None
 

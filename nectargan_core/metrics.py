@@ -29,13 +29,19 @@ def _clean(value: Any) -> Any:
 class MetricsLog:
     """Append-only writer for ``metrics.jsonl``."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, write: bool = True) -> None:
         self.path = Path(path)
+        #: False in the processes of a distributed run other than rank 0: they
+        #: count records (to stay in step) but only rank 0 writes the file.
+        self.write = write
         #: Records this run has written; checkpoints store it so a resume can
         #: drop exactly the records written after the checkpoint.
         self.records = 0
 
     def append(self, record: Mapping[str, Any]) -> None:
+        if not self.write:
+            self.records += 1
+            return
         line = json.dumps(_clean(dict(record)), separators=(",", ":")) + "\n"
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(line)
@@ -49,6 +55,9 @@ class MetricsLog:
         records a killed run wrote after that checkpoint disappear. Returns how
         many were dropped.
         """
+        if not self.write:
+            self.records = count
+            return 0
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:

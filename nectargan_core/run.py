@@ -18,6 +18,7 @@ passed in ``plugins``: installed plugins never fire in runs that do not use them
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -30,6 +31,7 @@ from .atomic import atomic_write_text
 from .checkpoint import load_checkpoint
 from .config import CoreConfig, dump_yaml, load_config, load_file
 from .device import resolve_device, seed_everything, set_deterministic
+from .distributed import Distributed
 from .errors import CheckpointError, ConfigError, PluginError
 from .guard import guard
 from .metrics import read_metrics
@@ -49,8 +51,11 @@ class Run:
         plugins: Iterable[Any] = (),
         host: PluginHost | None = None,
         checkpoint: Mapping[str, Any] | None = None,
+        dist: Distributed | None = None,
     ) -> None:
         self.host = host or get_plugins()
+        #: This process's place in a distributed run (torchrun); world size 1 otherwise.
+        self.dist = dist or Distributed()
         self.config = config
         self.init_report: dict[str, Any] | None = None
         self.run_dir = run_dir
@@ -68,7 +73,9 @@ class Run:
         if env_flag(self.host.env, "NECTARGAN_TRACE_PLUGINS"):
             self.pm.add_hookcall_monitoring(*make_tracer())
         # Registered first = called last: callbacks, visualizers, API plugins, then the trainer.
-        for kind, section in (("callback", config.callbacks), ("visualizer", config.visualizers)):
+        # Visualizers run in rank 0 only; callbacks run in every process (they may steer training).
+        sections = [("callback", config.callbacks)] + ([("visualizer", config.visualizers)] if self.dist.is_main else [])
+        for kind, section in sections:
             for name, options in section.items():
                 part = self.host.registry.get(kind, name, key=f"{kind}s").load()(**options)
                 label = f"{kind} '{name}'"
@@ -81,11 +88,12 @@ class Run:
         if run_cfg.threads:
             torch.set_num_threads(run_cfg.threads)
         set_deterministic(run_cfg.deterministic)
-        seed_everything(run_cfg.seed)
-        device = resolve_device(run_cfg.device)
+        # Rank r draws from seed + r (dropout masks differ across processes); rank 0 matches a single process.
+        seed_everything(run_cfg.seed + self.dist.rank)
+        device = self.dist.device(resolve_device(run_cfg.device))
         self.trainer: Trainer = trainer_cls(
             config=config, run_dir=run_dir, hook=self.pm.hook, device=device, name=component.name,
-            registry=self.host.registry,
+            registry=self.host.registry, dist=self.dist,
         )
         self._register(self.trainer, f"trainer:{component.name}")
         if checkpoint is not None:
@@ -118,9 +126,20 @@ class Run:
         """A new run (new ``version_N`` directory) from a config file, dict or object."""
         host = host or get_plugins()
         resolved = load_config(config, overrides, host.registry)
-        run_dir = RunDir.create(resolved.run.output_dir, resolved.run.name)
-        atomic_write_text(run_dir.config_file, dump_yaml(resolved.to_dict()))
-        return cls(resolved, run_dir, plugins=plugins, host=host)
+        restarted = elastic_restart_target(resolved.run.output_dir, resolved.run.name)
+        if restarted is not None:
+            if os.environ.get("RANK", "0") == "0":
+                print(f"torchrun restarted the processes: resuming {restarted.path}", file=sys.stderr)
+            return cls.resume(restarted.path, plugins=plugins, host=host)
+        dist = Distributed.from_environment(resolved.distributed, resolved.run.device)
+        path = None
+        if dist.is_main:  # one run directory for all processes
+            run_dir = RunDir.create(resolved.run.output_dir, resolved.run.name)
+            atomic_write_text(run_dir.config_file, dump_yaml(resolved.to_dict()))
+            record_launch(run_dir, dist)
+            path = str(run_dir.path)
+        run_dir = RunDir(Path(dist.broadcast(path)))
+        return cls(resolved, run_dir, plugins=plugins, host=host, dist=dist)
 
     @classmethod
     def resume(
@@ -144,10 +163,25 @@ class Run:
         run_dir = latest_run(output_dir, name) if str(target) == "latest" else RunDir.open(target)
         data = load_file(run_dir.config_file)
         resolved = load_config(data, overrides, host.registry)
-        if overrides:
-            atomic_write_text(run_dir.config_file, dump_yaml(resolved.to_dict()))
-        loaded = load_resume_checkpoint(run_dir, checkpoint)
-        return cls(resolved, run_dir, plugins=plugins, host=host, checkpoint=loaded)
+        dist = Distributed.from_environment(resolved.distributed, resolved.run.device)
+        # Every process resumes the run rank 0 chose, from the checkpoint rank 0 chose.
+        run_dir = RunDir(Path(dist.broadcast(str(run_dir.path))))
+        chosen, loaded = None, None
+        if dist.is_main:
+            run_dir.remove_stale_temps()  # temp files of a write killed midway (e.g. SIGKILL in a checkpoint write)
+            if overrides:
+                atomic_write_text(run_dir.config_file, dump_yaml(resolved.to_dict()))
+            record_launch(run_dir, dist)
+            if checkpoint is not None and restarted_after(checkpoint, run_dir):
+                checkpoint = None  # torchrun restarted the job: continue from what it saved since
+            if checkpoint is not None:
+                chosen, loaded = checkpoint, load_checkpoint(checkpoint)
+            else:
+                chosen, loaded = find_resume_checkpoint(run_dir)
+        chosen = dist.broadcast(str(chosen))
+        if loaded is None:
+            loaded = load_checkpoint(chosen)
+        return cls(resolved, run_dir, plugins=plugins, host=host, checkpoint=loaded, dist=dist)
 
     # -- using -----------------------------------------------------------
     @property
@@ -173,6 +207,10 @@ class Run:
     def status(self) -> dict[str, Any]:
         return self.run_dir.read_status()
 
+    def close(self) -> None:
+        """Leave the process group of a distributed run (nothing to do for one process)."""
+        self.dist.close()
+
 
 def load_resume_checkpoint(run_dir: RunDir, checkpoint: str | Path | None = None) -> dict[str, Any]:
     """The checkpoint to resume from: the newest one that verifies and loads.
@@ -181,14 +219,67 @@ def load_resume_checkpoint(run_dir: RunDir, checkpoint: str | Path | None = None
     """
     if checkpoint is not None:
         return load_checkpoint(checkpoint)
+    return find_resume_checkpoint(run_dir)[1]
+
+
+def find_resume_checkpoint(run_dir: RunDir) -> tuple[Path, dict[str, Any]]:
+    """The newest periodic checkpoint of ``run_dir`` that loads, and its contents (bad ones are skipped)."""
     candidates = list(reversed(run_dir.periodic_checkpoints()))
     if not candidates:
         raise CheckpointError(f"{run_dir.path}: no checkpoint to resume from; start a new run instead")
     problems = []
     for path in candidates:
         try:
-            return load_checkpoint(path)
+            return path, load_checkpoint(path)
         except CheckpointError as exc:
             problems.append(str(exc))
             print(f"warning: skipping bad checkpoint: {exc}", file=sys.stderr)
     raise CheckpointError(f"{run_dir.path}: no loadable checkpoint ({problems[-1]})")
+
+
+LAUNCH_FILE = "launch.json"
+
+
+def record_launch(run_dir: RunDir, dist: Distributed) -> None:
+    """Note which torchrun job uses ``run_dir``, so an elastic restart of that job finds it again."""
+    import json
+
+    run_id = os.environ.get("TORCHELASTIC_RUN_ID")
+    if dist.enabled and run_id:
+        atomic_write_text(run_dir.path / LAUNCH_FILE,
+                          json.dumps({"torchelastic_run_id": run_id, "world_size": dist.world_size}) + "\n")
+
+
+def elastic_restart_target(output_dir: str | Path, name: str) -> RunDir | None:
+    """After torchrun restarted this job's workers: the run directory the first attempt made.
+
+    ``TORCHELASTIC_RESTART_COUNT`` > 0 means the workers were restarted after a
+    failure; the run whose ``launch.json`` names this ``TORCHELASTIC_RUN_ID``
+    (and has a checkpoint) is resumed instead of starting a new one.
+    """
+    import json
+
+    run_id = os.environ.get("TORCHELASTIC_RUN_ID")
+    if not run_id or int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") or 0) == 0:
+        return None
+    parent = Path(output_dir) / name
+    for launch in sorted(parent.glob(f"version_*/{LAUNCH_FILE}")):
+        try:
+            same = json.loads(launch.read_text()).get("torchelastic_run_id") == run_id
+        except (OSError, ValueError):
+            continue
+        run_dir = RunDir(launch.parent)
+        if same and run_dir.periodic_checkpoints():
+            return run_dir
+    return None
+
+
+def restarted_after(checkpoint: str | Path, run_dir: RunDir) -> bool:
+    """Whether torchrun restarted this job and the run has a periodic checkpoint newer than ``checkpoint``."""
+    if int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") or 0) == 0:
+        return False
+    newest = run_dir.periodic_checkpoints()
+    try:
+        return bool(newest) and newest[-1].stat().st_mtime > Path(checkpoint).stat().st_mtime
+    except OSError:
+        return False

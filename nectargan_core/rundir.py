@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from .atomic import atomic_write_text
+from .atomic import atomic_write_text, remove_stale_temps
 from .errors import RunDirError
 
 VERSION_PATTERN = re.compile(r"^version_(\d+)$")
@@ -138,6 +139,18 @@ class RunDir:
     def latest_checkpoint(self) -> Path | None:
         checkpoints = self.periodic_checkpoints()
         return checkpoints[-1] if checkpoints else None
+
+    def remove_stale_temps(self) -> list[Path]:
+        """Remove temp files of writes killed midway (writer PID not alive), with one line naming them.
+
+        Called on resume: nothing else ever deletes them (``checkpoints/.NAME.pt.tmp-PID`` after a
+        SIGKILL during a checkpoint write). A temp file whose writer is alive is left alone.
+        """
+        removed = [p for folder in (self.path, self.checkpoints, self.examples) for p in remove_stale_temps(folder)]
+        if removed:
+            names = ", ".join(str(p.relative_to(self.path)) for p in removed)
+            print(f"removed {len(removed)} temp file(s) left by an interrupted write: {names}", file=sys.stderr)
+        return removed
 
 
 def next_version(parent: Path) -> int:

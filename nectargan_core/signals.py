@@ -35,4 +35,6 @@ def graceful_stop(trainer: Any) -> Iterator[list[str]]:
         yield received
     finally:
         for sig, old in previous.items():
-            signal.signal(sig, old)
+            # After a graceful stop everything is saved and the process is exiting: a late
+            # second signal must not turn the clean exit (130/143) into a death by signal.
+            signal.signal(sig, signal.SIG_IGN if received else old)

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
 import torch
 
 from .checkpoint import load_checkpoint, save_checkpoint
-from .device import rng_state, set_rng_state
+from .device import rng_state, seed_everything, set_rng_state
+from .distributed import Distributed, first_line
 from .errors import CheckpointError, NectarGANError, PluginError, TrainingError
 from .metrics import MetricsLog
 from .rundir import RunDir
@@ -44,8 +45,11 @@ class Trainer:
         device: torch.device,
         name: str = "trainer",
         registry: "Registry | None" = None,
+        dist: Distributed | None = None,
     ) -> None:
         self.config = config
+        #: This process's place in a distributed run (world size 1 when alone).
+        self.dist = dist or Distributed()
         self.registry = registry
         self.run_dir = run_dir
         self.hook = hook
@@ -62,7 +66,7 @@ class Trainer:
         self.best_value: float | None = None
         self.stop_reason: str | None = None
         self.interrupted = False
-        self.metrics_log = MetricsLog(run_dir.metrics_file)
+        self.metrics_log = MetricsLog(run_dir.metrics_file, write=self.dist.is_main)
         self.last_checkpoint: Any = None
         self._interval: dict[str, torch.Tensor] = {}
         self._interval_steps = 0
@@ -73,6 +77,7 @@ class Trainer:
         self._saved_at: tuple[int, int] | None = None
         self._start_time = time.time()
         self._warned_best = False
+        self._stop_request: tuple[str, bool] | None = None
 
     # -- for subclasses --------------------------------------------------
     def setup(self) -> None:
@@ -98,6 +103,21 @@ class Trainer:
         else:
             options = choice.options
         return component.load()(**{**options, **overrides})
+
+    @property
+    def is_main(self) -> bool:
+        """Whether this process writes the run's files (rank 0, or the only process)."""
+        return self.dist.is_main
+
+    def parallel(self, module: torch.nn.Module) -> torch.nn.Module:
+        """``module`` wrapped for data-parallel training when the run is distributed, else itself.
+
+        Run training forward passes through the wrapper so gradients are
+        averaged across processes; track, checkpoint and evaluate ``module``.
+        """
+        section = self.config.distributed
+        return self.dist.wrap(module, sync_batchnorm=section.sync_batchnorm,
+                              find_unused_parameters=section.find_unused_parameters)
 
     def track(self, name: str, obj: Any) -> Any:
         """Include ``obj`` (anything with state_dict/load_state_dict) in checkpoints."""
@@ -141,8 +161,21 @@ class Trainer:
         if self.train_loader is None:
             self.setup()
             self.train_loader = self.train_dataloader()
+            if self.dist.enabled:
+                self._shard(self.train_loader)
             if not self.hook.train_step.get_hookimpls():
                 raise PluginError(f"trainer '{self.name}' does not implement the train_step hook")
+
+    def _shard(self, loader: Any) -> None:
+        """Give each process its share of every epoch (the sampler must be a ResumableSampler)."""
+        from .sampling import ResumableSampler
+
+        sampler = getattr(loader, "sampler", None)
+        if not isinstance(sampler, ResumableSampler):
+            raise PluginError(
+                f"trainer '{self.name}': distributed training needs a train DataLoader whose sampler is a "
+                f"nectargan_core.ResumableSampler (found {type(sampler).__name__}); it shards the data by rank")
+        sampler.shard(self.dist.world_size, self.dist.rank)
 
     def fit(self) -> "Trainer":
         """Train until ``loop.epochs`` or ``loop.max_steps`` or a stop request."""
@@ -159,9 +192,31 @@ class Trainer:
 
         Plugins call this for early stopping (the run ends as ``finished``);
         signal handlers pass ``interrupted=True`` (the run ends as ``interrupted``).
+        In a distributed run the request is shared with every process at the
+        end of the step, so all of them stop after the same step.
         """
+        if self.dist.enabled:
+            previous = self._stop_request
+            self._stop_request = (reason, interrupted or bool(previous and previous[1]))
+            return
         self.stop_reason = reason
         self.interrupted = self.interrupted or interrupted
+
+    def _agree_stop(self) -> bool:
+        """Whether to stop now; in a distributed run, agreed by all processes (one tiny gloo message)."""
+        if self.dist.enabled:
+            request = self._stop_request
+            if self.dist.any_true(request is not None):
+                requests = [r for r in self.dist.gather(request) if r is not None]
+                own = request or requests[0]
+                self.stop_reason = self.stop_reason or own[0]
+                self.interrupted = self.interrupted or any(r[1] for r in requests)
+        return self.stop_reason is not None
+
+    def write_status(self, status: str, **fields: Any) -> None:
+        """Update status.json (rank 0 only)."""
+        if self.is_main:
+            self.run_dir.write_status(status, **fields)
 
     def _guarded(self, body: Any) -> None:
         try:
@@ -169,9 +224,11 @@ class Trainer:
         except BaseException as exc:
             interrupted = isinstance(exc, KeyboardInterrupt)
             user_error = self._user_error(exc)
-            emergency = None if interrupted or isinstance(exc, OSError) else self._emergency_checkpoint()
+            # A checkpoint write that failed (full disk, file size limit) would fail again: no emergency one.
+            emergency = (None if interrupted or isinstance(exc, (OSError, CheckpointError))
+                         else self._emergency_checkpoint())
             try:
-                self.run_dir.write_status(
+                self.write_status(
                     "interrupted" if interrupted else "failed",
                     epoch=self.epochs_done, step=self.global_step,
                     error=None if interrupted else f"{type(exc).__name__}: {user_error or exc}",
@@ -192,12 +249,12 @@ class Trainer:
         ``--resume RUN_DIR --checkpoint PATH``, or start from it with ``--init-from``.
         """
         if self.train_loader is None or self._saved_at == (self.epochs_done, self.global_step) \
-                or (self._saved_at is None and self.global_step == 0):
+                or (self._saved_at is None and self.global_step == 0) or not self.is_main:
             return None
         path = self.run_dir.checkpoints / f"emergency-step{self.global_step:08d}.pt"
         try:
             self._check_finite()
-            save_checkpoint(self.checkpoint_payload(), path)
+            save_checkpoint(self.checkpoint_payload(gather=False), path)
         except Exception as err:  # noqa: BLE001 - the original error is what matters
             print(f"warning: no emergency checkpoint: {err}", file=sys.stderr)
             return None
@@ -217,9 +274,15 @@ class Trainer:
                 f"out of memory on {self.device} at step {self.global_step + 1}: "
                 "use a smaller batch size or image size"
             )
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
+                                                      errno.EFBIG):
             where = f"{exc.filename}: " if exc.filename else ""
-            return TrainingError(f"{where}cannot write: {exc.strerror}; free space or choose another run.output_dir")
+            fix = "raise the file size limit (ulimit -f)" if exc.errno == errno.EFBIG else "free space"
+            return TrainingError(f"{where}cannot write: {exc.strerror}; {fix} or choose another run.output_dir")
+        if self.dist.enabled and isinstance(exc, RuntimeError) and _is_comm_error(exc):
+            return TrainingError(
+                f"rank {self.dist.rank}: lost contact with the other processes at step {self.global_step + 1} "
+                f"({first_line(exc)}); another rank probably failed (see its error); {self._last_good()}")
         return None
 
     def _fit(self) -> None:
@@ -241,7 +304,7 @@ class Trainer:
         self.prepare()
         self._started = True
         self._start_time = time.time()
-        self.run_dir.write_status("running", epoch=self.epochs_done, step=self.global_step)
+        self.write_status("running", epoch=self.epochs_done, step=self.global_step)
         self.hook.on_train_start(trainer=self)
 
     def _end(self) -> None:
@@ -251,7 +314,7 @@ class Trainer:
         if self.config.checkpoint.save_last or self.stop_reason is not None:
             self.save_checkpoint()
         status = "interrupted" if self.interrupted else "finished"
-        self.run_dir.write_status(
+        self.write_status(
             status, epoch=self.epochs_done, step=self.global_step, reason=self.stop_reason,
             checkpoint=str(self.last_checkpoint) if self.last_checkpoint else None,
         )
@@ -311,7 +374,7 @@ class Trainer:
             every = self.config.checkpoint.every_steps
             if every and self.global_step % every == 0:
                 self.save_checkpoint()
-            if self.stop_reason is not None or (
+            if self._agree_stop() or (
                 loop.max_steps is not None and self.global_step >= loop.max_steps
             ):
                 total = self.num_batches()
@@ -337,6 +400,7 @@ class Trainer:
         every = self.config.checkpoint.every_epochs
         if every and self.epochs_done % every == 0:
             self.save_checkpoint()
+        self._agree_stop()
 
     def _accumulate(self, outputs: Mapping[str, Any]) -> None:
         """Sum losses on their device; nothing is read back until the logging interval."""
@@ -357,6 +421,10 @@ class Trainer:
             return
         keys = list(self._interval)
         values = [self._interval[k] for k in keys]
+        if self.dist.enabled:  # the mean over processes of every value, reduced on the device
+            stacked = torch.stack([v.float() if isinstance(v, torch.Tensor)
+                                   else torch.tensor(float(v), device=self.device) for v in values])
+            values = list(self.dist.all_mean(stacked).unbind())
         tensors = [v for v in values if isinstance(v, torch.Tensor)]
         host = iter(torch.stack([t.to("cpu", torch.float64) for t in tensors]).tolist()) if tensors else iter(())
         sums = {k: (next(host) if isinstance(v, torch.Tensor) else float(v)) for k, v in zip(keys, values)}
@@ -411,9 +479,10 @@ class Trainer:
             groups.update({f"loss {k}": [v] for k, v in self._interval.items() if isinstance(v, torch.Tensor)})
         flags = {what: torch.stack([torch.isfinite(t).all() for t in group]).all()
                  for what, group in groups.items() if group}
-        if not flags or bool(torch.stack(list(flags.values())).all()):
+        ok = not flags or bool(torch.stack(list(flags.values())).all())
+        if not self.dist.any_true(not ok):  # every process must refuse together (none waits for the others)
             return
-        bad = ", ".join(what for what, ok in flags.items() if not ok)
+        bad = ", ".join(what for what, good in flags.items() if not good) or "values in another process"
         raise TrainingError(f"non-finite {bad} at step {self.global_step}; checkpoint not written; {self._last_good()}")
 
     def _validate(self) -> dict[str, float]:
@@ -421,8 +490,10 @@ class Trainer:
             return {}
         epoch = self.epoch
         self.hook.on_validation_start(trainer=self, epoch=epoch)
-        metrics = dict(self.hook.validate(trainer=self, epoch=epoch) or {})
-        metrics = {k: float(v) for k, v in metrics.items()}
+        metrics: dict[str, float] = {}
+        if self.is_main:  # rank 0 validates on the whole val split; the others get its results
+            metrics = {k: float(v) for k, v in dict(self.hook.validate(trainer=self, epoch=epoch) or {}).items()}
+        metrics = self.dist.broadcast(metrics)
         self.metrics_log.append({
             "kind": "val", "epoch": epoch, "step": self.global_step,
             "metrics": metrics, "time": time.time(),
@@ -439,8 +510,9 @@ class Trainer:
         if value is None:
             if not self._warned_best:
                 self._warned_best = True
-                print(f"warning: checkpoint.best_metric '{key}' is not among the validation metrics "
-                      f"({', '.join(sorted(metrics)) or 'none'}); best.pt is not written", file=sys.stderr)
+                if self.is_main:
+                    print(f"warning: checkpoint.best_metric '{key}' is not among the validation metrics "
+                          f"({', '.join(sorted(metrics)) or 'none'}); best.pt is not written", file=sys.stderr)
             return
         if math.isnan(value):
             return
@@ -453,7 +525,8 @@ class Trainer:
             self.save_checkpoint(self.run_dir.best_checkpoint)
 
     # -- checkpoints -----------------------------------------------------
-    def checkpoint_payload(self) -> dict[str, Any]:
+    def checkpoint_payload(self, gather: bool = True) -> dict[str, Any]:
+        """Everything a resume needs. Distributed: every process must call it (RNG states are gathered)."""
         payload: dict[str, Any] = {
             "trainer": self.name,
             "epoch": self.epochs_done,
@@ -463,8 +536,7 @@ class Trainer:
             "state": self.state_dict(),
             "rng": rng_state(),
             "loop": {
-                "interval": {k: v.detach().cpu() if isinstance(v, torch.Tensor) else float(v)
-                             for k, v in self._interval.items()},
+                "interval": self._interval_state(),
                 "interval_steps": self._interval_steps,
                 "epoch_sums": dict(self._epoch_sums),
                 "epoch_steps": self._epoch_steps,
@@ -474,8 +546,15 @@ class Trainer:
             "plugins": {},
             "saved_at": time.time(),
         }
+        if self.dist.enabled:
+            payload["world_size"] = self.dist.world_size
+            if gather:  # what differs between processes: their RNG streams and unreduced loss sums
+                payload["ranks"] = self.dist.gather({"rng": payload["rng"], "interval": payload["loop"]["interval"]})
         self.hook.on_save_checkpoint(trainer=self, checkpoint=payload)
         return payload
+
+    def _interval_state(self) -> dict[str, Any]:
+        return {k: v.detach().cpu() if isinstance(v, torch.Tensor) else float(v) for k, v in self._interval.items()}
 
     def save_checkpoint(self, path: Any = None) -> Any:
         """Write a checkpoint (periodic name by default) and prune old periodic ones."""
@@ -485,7 +564,8 @@ class Trainer:
                 return self.last_checkpoint
             path = self.run_dir.checkpoints / RunDir.checkpoint_name(self.epochs_done, self.global_step)
         self._check_finite()
-        written = save_checkpoint(self.checkpoint_payload(), path)
+        payload = self.checkpoint_payload()
+        written = save_checkpoint(payload, path) if self.is_main else path
         if periodic:
             self._saved_at = (self.epochs_done, self.global_step)
             self.last_checkpoint = written
@@ -494,6 +574,8 @@ class Trainer:
 
     def _prune(self) -> None:
         keep = self.config.checkpoint.keep_last
+        if not self.is_main:
+            return
         for old in self.run_dir.periodic_checkpoints()[:-keep]:
             old.unlink(missing_ok=True)
             old.with_name(old.name + ".json").unlink(missing_ok=True)
@@ -520,8 +602,9 @@ class Trainer:
             theirs = state.get(name)
             if not isinstance(theirs, Mapping):
                 report[name] = {"loaded": [], "missing": sorted(own), "unexpected": [], "mismatched": []}
-                print(f"init_from: {where} has no weights for '{name}'; it keeps its initialisation",
-                      file=sys.stderr)
+                if self.is_main:
+                    print(f"init_from: {where} has no weights for '{name}'; it keeps its initialisation",
+                          file=sys.stderr)
                 continue
             mismatched = sorted(k for k, v in theirs.items() if k in own and own[k].shape != v.shape)
             loadable = {k: v for k, v in theirs.items() if k in own and own[k].shape == v.shape}
@@ -535,9 +618,22 @@ class Trainer:
             report[name] = entry
             problems = "; ".join(f"{kind}: {', '.join(entry[kind][:5])}" + (" ..." if len(entry[kind]) > 5 else "")
                                  for kind in ("missing", "unexpected", "mismatched") if entry[kind])
-            print(f"init_from: '{name}' loaded {len(loadable)}/{len(own)} tensors from {where}"
-                  + (f" ({problems})" if problems else ""), file=sys.stderr)
+            if self.is_main:
+                print(f"init_from: '{name}' loaded {len(loadable)}/{len(own)} tensors from {where}"
+                      + (f" ({problems})" if problems else ""), file=sys.stderr)
         return report
+
+    def _own_state(self, checkpoint: Mapping[str, Any]) -> dict[str, Any]:
+        """This process's RNG state and loss sums from a checkpoint (each rank saved its own)."""
+        ranks = checkpoint.get("ranks")
+        saved_world = int(checkpoint.get("world_size", 1))
+        if saved_world != self.dist.world_size and self.is_main:
+            print(f"warning: the checkpoint was written by {saved_world} process(es), this run has "
+                  f"{self.dist.world_size}: training continues, but not bit for bit as an uninterrupted run",
+                  file=sys.stderr)
+        if ranks and len(ranks) == self.dist.world_size:
+            return ranks[self.dist.rank]
+        return {"rng": checkpoint["rng"], "interval": checkpoint.get("loop", {}).get("interval", {})}
 
     def load_checkpoint(self, source: Any) -> dict[str, Any]:
         """Restore the whole state from a checkpoint path (or a loaded checkpoint dict)."""
@@ -552,14 +648,33 @@ class Trainer:
         self.global_step = int(checkpoint["global_step"])
         self.batch_in_epoch = int(checkpoint.get("batch_in_epoch", 0))
         loop = checkpoint.get("loop", {})
+        own = self._own_state(checkpoint)
         self._interval = {k: (v.to(self.device) if isinstance(v, torch.Tensor) else v)
-                          for k, v in loop.get("interval", {}).items()}
+                          for k, v in own["interval"].items()}
         self._interval_steps = int(loop.get("interval_steps", 0))
         self._epoch_sums = dict(loop.get("epoch_sums", {}))
         self._epoch_steps = int(loop.get("epoch_steps", 0))
         self.best_value = loop.get("best_value")
-        set_rng_state(checkpoint["rng"])
+        set_rng_state(own["rng"])
+        saved_world = int(checkpoint.get("world_size", 1))
+        if saved_world != self.dist.world_size:
+            # The same fraction of the epoch (each process then had batch_in_epoch of its share),
+            # and distinct random streams per process.
+            self.batch_in_epoch = self.batch_in_epoch * saved_world // self.dist.world_size
+            if self.dist.rank:
+                seed_everything(self.config.run.seed + 1_000_003 * self.dist.rank + self.global_step)
         self._saved_at = (self.epochs_done, self.global_step)
         self.metrics_log.truncate_to(int(loop.get("metrics_records", 0)))
         self.hook.on_load_checkpoint(trainer=self, checkpoint=checkpoint)
         return checkpoint
+
+
+def _is_comm_error(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from the process group (a peer died or timed out)."""
+    import torch.distributed as dist
+
+    backend_error = getattr(dist, "DistBackendError", ())
+    text = str(exc)
+    return isinstance(exc, backend_error) or any(
+        marker in text for marker in ("Connection closed by peer", "Connection reset by peer", "Gloo", "gloo",
+                                      "NCCL", "Timed out", "timed out", "Broken pipe"))

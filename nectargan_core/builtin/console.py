@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Literal, Mapping, Optional
+from typing import Any, Literal, Mapping
 
 from pydantic import Field
 

@@ -20,9 +20,13 @@ from .options import all_overrides, config_options
               help="Start a new run from these network weights (fine-tuning; not a resume).")
 @click.option("--output-dir", metavar="DIR", default=None,
               help="With --resume latest: where to look for runs (default: runs).")
+@click.option("--nproc", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Train data-parallel in N processes on this machine (through torchrun's agent).")
+@click.option("--max-restarts", type=click.IntRange(min=0), default=0, show_default=True,
+              help="With --nproc: restart the processes this often after a failure (each restart resumes).")
 def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: str | None,
                   resume: str | None, checkpoint: str | None, init_from: str | None,
-                  output_dir: str | None) -> None:
+                  output_dir: str | None, nproc: int | None, max_restarts: int) -> None:
     """Train with the trainer named in the config (or --trainer).
 
     Stops cleanly on Ctrl-C or SIGTERM: the current step finishes, a checkpoint
@@ -35,6 +39,7 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
       nectargan train --resume runs/facades/version_0
       nectargan train --resume latest --set loop.epochs=300
       nectargan train -c finetune.yaml --init-from runs/base/version_0/checkpoints/best.pt
+      nectargan train -c run.yaml --nproc 2
     """
     from ..run import Run
     from ..signals import EXIT_CODES, graceful_stop
@@ -43,6 +48,15 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
         raise ConfigError("--checkpoint needs --resume RUN_DIR")
     if resume is not None and init_from is not None:
         raise ConfigError("--init-from starts a new run from weights; --resume continues one: use one of them")
+    if nproc is not None:
+        from ..launch import launch
+
+        args = [*(["-c", config_file] if config_file else []), *(a for o in overrides for a in ("--set", o)),
+                *(["--trainer", trainer] if trainer else []), *(["--resume", resume] if resume else []),
+                *(["--checkpoint", checkpoint] if checkpoint else []),
+                *(["--init-from", init_from] if init_from else []),
+                *(["--output-dir", output_dir] if output_dir else [])]
+        sys.exit(launch(nproc, ["train", *args], max_restarts=max_restarts))
     if init_from is not None:
         overrides = (*overrides, f"run.init_from={init_from}")
     if resume is not None:
@@ -50,14 +64,25 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
             raise ConfigError("--resume uses the run's own config.yaml; drop -c/--config (use --set to change values)")
         run = Run.resume(resume, checkpoint=checkpoint, overrides=all_overrides(overrides, trainer),
                          output_dir=output_dir or "runs")
-        click.echo(f"resuming {run.dir} at epoch {run.trainer.epochs_done}, step {run.trainer.global_step}",
-                   err=True)
+        say = run.trainer.is_main
+        if say:
+            click.echo(f"resuming {run.dir} at epoch {run.trainer.epochs_done}, step {run.trainer.global_step}"
+                       + _processes(run), err=True)
     else:
         run = Run.create(config_file, overrides=all_overrides(overrides, trainer))
-        click.echo(f"run directory: {run.dir}", err=True)
-    with graceful_stop(run.trainer) as received:
-        run.fit()
+        say = run.trainer.is_main
+        if say:
+            click.echo(f"run directory: {run.dir}" + _processes(run), err=True)
+    try:
+        with graceful_stop(run.trainer) as received:
+            run.fit()
+    finally:
+        run.close()
     trainer_state = run.trainer
+    if received and not say:
+        sys.exit(EXIT_CODES.get(received[0], 1))
+    if not say:
+        return
     if received:
         click.echo(
             f"interrupted at epoch {trainer_state.epochs_done}, step {trainer_state.global_step}; "
@@ -65,3 +90,8 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
         sys.exit(EXIT_CODES.get(received[0], 1))
     click.echo(f"finished: {trainer_state.epochs_done} epochs, {trainer_state.global_step} steps; "
                f"results in {run.dir}", err=True)
+
+
+def _processes(run: object) -> str:
+    dist = run.dist  # type: ignore[attr-defined]
+    return f" ({dist.world_size} processes, {dist.backend})" if dist.enabled else ""

@@ -30,7 +30,7 @@ from .timing import Timing, timing_of
 
 EXAMPLE_NAME = re.compile(r"^epoch(\d+)\.png$")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-CORE_SECTIONS = ("run", "loop", "checkpoint")
+CORE_SECTIONS = ("run", "loop", "checkpoint", "distributed")
 PART_LISTS = ("visualizers", "callbacks")
 T = TypeVar("T")
 

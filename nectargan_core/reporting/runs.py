@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 import yaml
 
+from ..atomic import pid_alive
 from ..errors import RunDirError
 from ..rundir import VERSION_PATTERN, RunDir, iter_runs
 from .history import History
@@ -24,16 +24,8 @@ def read_config(run: RunDir) -> dict[str, Any]:
 
 
 def process_alive(pid: Any) -> bool:
-    """Whether process ``pid`` exists on this machine (EPERM: it does, under another user)."""
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """Whether process ``pid`` (from a status file: any JSON value) exists on this machine."""
+    return isinstance(pid, int) and pid_alive(pid)
 
 
 def effective_status(status: Mapping[str, Any]) -> tuple[str, str | None]:

@@ -17,7 +17,7 @@ from ..errors import NectarGANError
 KINDS = ("loss", "model", "trainer", "visualizer", "dataset", "command")
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 #: A trainer's config section is named after it, so it must not shadow a core section.
-CORE_SECTIONS = frozenset({"trainer", "run", "loop", "checkpoint", "visualizers", "callbacks"})
+CORE_SECTIONS = frozenset({"trainer", "run", "loop", "checkpoint", "distributed", "visualizers", "callbacks"})
 
 
 class ScaffoldError(NectarGANError):

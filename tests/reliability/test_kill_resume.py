@@ -103,6 +103,8 @@ CHAINS = {
     "write6-then-mid-epoch-validation9-then-outside": [("write", 6), ("validate", 9), None],
 }
 TIMEOUT = 90
+#: Per chain, after each round: (the round's kill, its stderr, the temp files left in checkpoints/).
+ROUNDS: dict[str, list[tuple[object, str, list[str]]]] = {}
 
 
 def nectargan(*args: str, site: Path, **env: str) -> subprocess.Popen:
@@ -161,8 +163,10 @@ def runs(tmp_path_factory):
             _, err = proc.communicate(timeout=TIMEOUT)
             expected = 0 if kill == "finish" else -signal.SIGKILL
             assert proc.returncode == expected, f"{name} round {round_} ({kill}): exit {proc.returncode}\n{err[-3000:]}"
+            temps = sorted(p.name for p in (run_dirs[name] / "checkpoints").glob(".*.tmp-*"))
+            ROUNDS.setdefault(name, []).append((kill, err, temps))
             if kill == ("write", 6):
-                assert list((run_dirs[name] / "checkpoints").glob(".*.tmp-*")), "the kill missed the checkpoint write"
+                assert temps, "the kill missed the checkpoint write"
     return run_dirs
 
 
@@ -195,6 +199,14 @@ def metrics_without_time(run_dir: Path) -> list[dict]:
 
 
 @pytest.mark.slow
+def test_resume_removes_the_temp_file_of_the_killed_write(runs):
+    (kill, _, left), (_, resume_err, after_resume) = ROUNDS["write6-then-mid-epoch-validation9-then-outside"][:2]
+    assert kill == ("write", 6) and len(left) == 1 and left[0].startswith(".epoch0001-step00000006.pt.tmp-")
+    assert after_resume == [], "the resumed run left the dead writer's temp file"
+    assert f"removed 1 temp file(s) left by an interrupted write: checkpoints/{left[0]}" in resume_err
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("chain", list(CHAINS))
 def test_killed_and_resumed_run_equals_uninterrupted_run(runs, chain):
     expected, actual = final_state(runs["uninterrupted"]), final_state(runs[chain])
@@ -203,3 +215,78 @@ def test_killed_and_resumed_run_equals_uninterrupted_run(runs, chain):
     assert_identical(expected, actual, "checkpoint")
     assert metrics_without_time(runs[chain]) == metrics_without_time(runs["uninterrupted"])
     assert RunDir(runs[chain]).read_status()["status"] == "finished"
+
+
+# -- pix2pix: a real GAN step (fused Adam, BatchNorm, dropout, validation, example PNGs) ------------
+# 12 train pairs of 16x16 in batches of 2 (6 steps an epoch), 2 epochs; a checkpoint every 2 steps.
+PIX2PIX_CONFIG = """\
+trainer: pix2pix
+run: {{output_dir: {out}, name: exact, device: cpu, seed: 5, deterministic: true, threads: 1}}
+loop: {{epochs: 2, log_every_steps: 2}}
+checkpoint: {{every_steps: 2, keep_last: 2}}
+data: {{root: {data}, load_size: 16, crop_size: 16, num_workers: 0, batch_size: 2}}
+models:
+  generator: {{name: unet, depth: 4, ngf: 8, dropout_layers: 2}}
+  discriminator: {{name: patchgan, ndf: 8, n_layers: 2}}
+examples: {{every_epochs: 1, count: 2}}
+callbacks: [killer]
+visualizers: []
+"""
+#: A SIGKILL between steps, one step after a mid-epoch checkpoint (step 4 of 6 in epoch 0), before any
+#: example image is written: the resumed process writes both.
+PIX2PIX_KILLS = [("step", 5)]
+
+
+@pytest.fixture(scope="module")
+def pix2pix_runs(tmp_path_factory):
+    from click.testing import CliRunner
+
+    from nectargan_pix2pix.data_cli import data_group
+
+    root = tmp_path_factory.mktemp("kill_pix2pix")
+    site = make_fake_dist(root / "site", "nectargan-killer", "killer_plugin", KILLER)
+    made = CliRunner().invoke(data_group, ["synth", str(root / "data"), "--count", "16", "--size", "16"])
+    assert made.exit_code == 0, made.output
+    run_dirs, plans = {}, {"uninterrupted": ["finish"], "killed": [*PIX2PIX_KILLS, "finish"]}
+    for name in plans:
+        (root / name).mkdir()
+        (root / name / "run.yaml").write_text(PIX2PIX_CONFIG.format(out=root / name / "runs", data=root / "data"))
+        run_dirs[name] = root / name / "runs" / "exact" / "version_0"
+    for round_ in range(len(plans["killed"])):
+        procs = {}
+        for name, plan in plans.items():
+            if round_ < len(plan):
+                kill = plan[round_]
+                args = ["-c", str(root / name / "run.yaml")] if round_ == 0 else ["--resume", str(run_dirs[name])]
+                env = {"KILL_PHASE": kill[0], "KILL_STEP": str(kill[1])} if isinstance(kill, tuple) else {}
+                procs[name] = (kill, nectargan("train", *args, site=site, **env))
+        for name, (kill, proc) in procs.items():
+            _, err = proc.communicate(timeout=TIMEOUT)
+            expected = 0 if kill == "finish" else -signal.SIGKILL
+            assert proc.returncode == expected, f"{name} round {round_} ({kill}): exit {proc.returncode}\n{err[-3000:]}"
+            if isinstance(kill, tuple):  # killed one step after the mid-epoch checkpoint, before any other
+                assert RunDir(run_dirs[name]).latest_checkpoint().name.endswith(f"-step{kill[1] - 1:08d}.pt")
+    return run_dirs
+
+
+@pytest.mark.slow
+def test_killed_and_resumed_pix2pix_run_equals_uninterrupted_run(pix2pix_runs):
+    from nectargan_core.config import load_config
+    from nectargan_core.plugins import get_plugins
+
+    expected, actual = final_state(pix2pix_runs["uninterrupted"]), final_state(pix2pix_runs["killed"])
+    assert actual["global_step"] == 12 and actual["epoch"] == 2
+    # A resumed run re-reads config.yaml, which fills in the schedule's default options (epoch_count: 1)
+    # that the first run left implicit: compare the configs as resolved, the rest bit for bit.
+    registry = get_plugins().registry
+    configs = [state.pop("config") for state in (expected, actual)]
+    assert configs[0]["callbacks"] == configs[1]["callbacks"] == {"killer": {}}
+    resolved = [load_config({**config, "callbacks": {}}, (), registry).to_dict() for config in configs]
+    assert resolved[0] == resolved[1]
+    # G and D weights and BatchNorm statistics, both Adam states, schedules, scalers, RNG states, loop counters.
+    assert_identical(expected, actual, "checkpoint")
+    assert metrics_without_time(pix2pix_runs["killed"]) == metrics_without_time(pix2pix_runs["uninterrupted"])
+    for image in ("epoch0001.png", "epoch0002.png"):
+        assert (pix2pix_runs["killed"] / "examples" / image).read_bytes() == \
+               (pix2pix_runs["uninterrupted"] / "examples" / image).read_bytes(), image
+    assert RunDir(pix2pix_runs["killed"]).read_status()["status"] == "finished"

@@ -21,6 +21,9 @@ class ToySection(Section):
     lr: float = Field(0.05, description="SGD learning rate", gt=0)
     step_sleep: float = Field(0.0, description="Seconds to sleep in each step (for signal tests)", ge=0)
     fail_at_step: Optional[int] = Field(None, description="Raise RuntimeError at this global step")
+    fail_rank: Optional[int] = Field(None, description="With fail_at_step: fail in this rank only (null: all)")
+    fail_first_attempt_only: bool = Field(
+        False, description="With fail_at_step: fail only before torchrun restarts the workers")
     nan_at_step: Optional[int] = Field(None, description="Make the loss NaN at this global step (numerical fault tests)")
     model: ModelChoice = Field(default_factory=ModelChoice, validate_default=True)
     loss: LossChoice = Field(default_factory=LossChoice, validate_default=True)

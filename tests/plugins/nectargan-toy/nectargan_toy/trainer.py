@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import torch
@@ -27,6 +28,7 @@ class ToyTrainer(Trainer):
         self.model = self.track("model", self.build("model", cfg.model).to(self.device))
         self.loss = self.build("loss", cfg.loss)
         self.optimizer = self.track("optimizer", torch.optim.SGD(self.model.parameters(), lr=cfg.lr, momentum=0.9))
+        self.model_train = self.parallel(self.model)  # DDP in a distributed run, the model itself otherwise
 
     def train_dataloader(self):
         cfg = self.config.toy
@@ -36,12 +38,14 @@ class ToyTrainer(Trainer):
     @hookimpl
     def train_step(self, batch, batch_idx):
         cfg = self.config.toy
-        if cfg.fail_at_step is not None and self.global_step + 1 == cfg.fail_at_step:
+        first_attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0"
+        if cfg.fail_at_step is not None and self.global_step + 1 == cfg.fail_at_step \
+                and cfg.fail_rank in (None, self.dist.rank) and (first_attempt or not cfg.fail_first_attempt_only):
             raise RuntimeError(f"toy failure at step {cfg.fail_at_step}")
         if cfg.step_sleep:
             time.sleep(cfg.step_sleep)
         x, y = (t.to(self.device) for t in batch)
-        loss = self.loss(self.model(x), y)
+        loss = self.loss(self.model_train(x), y)
         if cfg.nan_at_step is not None and self.global_step + 1 == cfg.nan_at_step:
             loss = loss * float("nan")
         self.optimizer.zero_grad(set_to_none=True)
