@@ -2,8 +2,8 @@
 
 Usage::
 
-    python benchmarks/run.py            # full set (estimated 7-9 min on the 2-core CPU VM)
-    python benchmarks/run.py --quick    # 128x1 and 256x1 only, fewer repeats (estimated 3-4 min)
+    python benchmarks/run.py            # reduced default: every section and ratio (< 10 min on the 2-core VM)
+    python benchmarks/run.py --full     # + 256x4, more repeats, compile and inference at 256 as well
     python benchmarks/run.py --json results.json
 
 Sections (numbered as in the issue):
@@ -15,9 +15,15 @@ Sections (numbered as in the issue):
    from the same init and data; single levers (Adam kernel, channels_last) at 256x1;
 3. bf16 autocast (+ channels_last) vs fp32 on CPU: time ratio at 128x1 (few samples: bf16 is
    far slower than fp32 on a CPU without oneDNN bf16) and G/l1 curves over 20 synthetic steps;
+4. torch.compile (``precision.compile: default``, inductor) vs eager: steady-state ratio and the
+   (cold) compile time (:mod:`more`);
 5. input pipeline: images/s the loader delivers (workers 0, 1, 2) vs what training consumes;
 6. start-up: ``nectargan --help`` and ``nectargan plugins list`` vs importing click, pluggy,
-   pydantic, and whether torch is imported.
+   pydantic, and whether torch is imported;
+7. inference: ``predict`` on a folder vs a bare ``model(x)`` loop on the same tensors (batch 1 and
+   8), the ``nectargan predict`` command's wall time, ONNX Runtime vs PyTorch eager (:mod:`more`);
+8. memory: peak RSS of fresh processes, ours at 256x1 vs the reference step, and its growth with
+   epochs and with the dataset (:mod:`more`).
 
 Every compared variant runs alternately, step by step, after warm-up; figures are medians.
 Timings use random inputs in [-1, 1] prepared before timing (no data loading in the step).
@@ -44,6 +50,9 @@ import torch.nn.functional as F
 
 from nectargan_core import Run
 from nectargan_pix2pix.data.synth import write_synthetic
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import more  # noqa: E402  (sections 4, 7 and 8)
 
 WARMUP = 3
 TMP = Path(tempfile.mkdtemp(prefix="nectargan-bench-"))
@@ -438,29 +447,45 @@ def machine() -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="128x1 and 256x1 only, fewer repeats (~3-4 min)")
+    parser.add_argument("--full", action="store_true", help="also 256x4, more repeats, compile and inference at "
+                                                         "256 (about twice the default's time)")
+    parser.add_argument("--quick", action="store_true", help="the default (kept for old command lines)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here (default: print only)")
     args = parser.parse_args()
     start = time.perf_counter()
     RESULTS["machine"] = machine()
-    RESULTS["mode"] = "quick" if args.quick else "full"
+    full = args.full
+    RESULTS["mode"] = "full" if full else "default"
     print(f"machine: {RESULTS['machine']}", flush=True)
-    r = 5 if args.quick else 9
-    bench_overhead([(128, 1), (256, 1)], r)
-    sizes = [(128, 1), (256, 1)] if args.quick else [(128, 1), (128, 4), (256, 1), (256, 4)]
-    bench_reference(sizes, {1: r, 4: 3 if args.quick else 5})
-    bench_reference_losses(128 if args.quick else 256)
-    bench_levers(r)
-    bench_bf16([(128, 1)], 2 if args.quick else 3, curve_steps=20)
-    if not args.quick:
-        bench_pipeline(24)
-    bench_startup()
+    r = 9 if full else 5
+    me = sys.modules[__name__]
+    walls = RESULTS["section_wall_s"] = {}
+
+    def timed(name: str, fn: Callable[..., Any], *a: Any, **k: Any) -> None:
+        t0 = time.perf_counter()
+        fn(*a, **k)
+        walls[name] = walls.get(name, 0.0) + time.perf_counter() - t0
+
+    timed("1", bench_overhead, [(128, 1), (256, 1)], r)
+    sizes = [(128, 1), (128, 4), (256, 1), (256, 4)] if full else [(128, 1), (256, 1)]
+    timed("2", bench_reference, sizes, {1: r, 4: 5 if full else 3})
+    timed("2", bench_reference_losses, 256 if full else 128)
+    timed("2", bench_levers, r if full else 3)
+    timed("3", bench_bf16, [(128, 1)], 3 if full else 1, curve_steps=20 if full else 12)
+    timed("4", more.bench_compile, me, [(128, 1), (256, 1)] if full else [(128, 1)], 5 if full else 3)
+    timed("5", bench_pipeline, 24)
+    timed("6", bench_startup)
+    timed("7", more.bench_inference, me, 128, 16, (1, 8), 3, cli_batches=(1, 8) if full else (8,))
+    if full:
+        timed("7", more.bench_inference, me, 256, 16, (1, 8), 3)
+    timed("8", more.bench_memory, me, epochs=2 if full else 1)
     RESULTS["total_wall_s"] = time.perf_counter() - start
 
     print("\n| section | measurement | value |\n|---|---|---|")
     for section, what, value in ROWS:
         print(f"| {section} | {what} | {value} |")
-    print(f"\ntotal {RESULTS['total_wall_s']:.0f} s")
+    print("\nwall time per section: " + ", ".join(f"{k}: {v:.0f} s" for k, v in walls.items()))
+    print(f"total {RESULTS['total_wall_s']:.0f} s")
     if args.json:
         args.json.write_text(json.dumps(RESULTS, indent=2))
         print(f"wrote {args.json}")

@@ -109,17 +109,27 @@ class LossHistory:
     merge in pairs and ``every`` doubles, so a long run keeps its whole curve
     at a coarser resolution in bounded memory. :meth:`points` reads everything
     back in one transfer, for visualizers, on demand.
+
+    ``every=None`` turns the history off (for trainers whose engine already
+    logs loss means): :meth:`add` does nothing and the state stays empty; a
+    checkpoint's history is then ignored on load, so old checkpoints load.
     """
 
-    def __init__(self, every: int = 50, max_points: int = 500) -> None:
-        if every < 1 or max_points < 2:
-            raise ValueError("history needs every >= 1 and max_points >= 2")
+    def __init__(self, every: int | None = 50, max_points: int = 500) -> None:
+        if (every is not None and every < 1) or max_points < 2:
+            raise ValueError("history needs every >= 1 (or None: off) and max_points >= 2")
         self.every, self.max_points = every, max_points
         self.device: torch.device | None = None
         self._points: list[_Point] = []
         self._open: _Point | None = None
 
+    @property
+    def enabled(self) -> bool:
+        return self.every is not None
+
     def add(self, step: int, epoch: int, values: Mapping[str, torch.Tensor | float]) -> None:
+        if self.every is None:
+            return
         point = self._open
         if point is not None and step // self.every != point.first_step // self.every:
             self._close()
@@ -169,6 +179,9 @@ class LossHistory:
                     for k, v in d["sums"].items()}
             return _Point(d["first_step"], d["last_step"], d["epoch"], sums, dict(d["counts"]))
 
+        if self.every is None or state.get("every") is None:  # off here, or saved while off: nothing to keep
+            self._points, self._open = [], None
+            return
         self.every = int(state["every"])
         self._points = [load(p) for p in state["points"]]
         self._open = load(state["open"]) if state["open"] is not None else None
@@ -190,7 +203,7 @@ class LossManager:
         *,
         registry: Registry | None = None,
         device: torch.device | str | None = None,
-        history_every: int = 50,
+        history_every: int | None = 50,
         history_points: int = 500,
     ) -> None:
         if registry is None:

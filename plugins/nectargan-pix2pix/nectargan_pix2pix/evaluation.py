@@ -11,7 +11,9 @@ import contextlib
 from typing import Iterable, Iterator
 
 import torch
-from torchmetrics.functional.image import peak_signal_noise_ratio, structural_similarity_index_measure
+
+# torchmetrics is imported where a metric is computed: importing it costs ~2 s here (scipy), and
+# `nectargan predict` / export import this module only for to_unit and evaluation_mode.
 
 METRICS = ("l1", "psnr", "ssim")
 #: Which way each metric improves.
@@ -24,6 +26,8 @@ def to_unit(images: torch.Tensor) -> torch.Tensor:
 
 def per_image(fake: torch.Tensor, real: torch.Tensor, names: Iterable[str] = METRICS) -> dict[str, torch.Tensor]:
     """Each metric for each image of the batch: ``{name: tensor of shape [B]}``."""
+    from torchmetrics.functional.image import peak_signal_noise_ratio, structural_similarity_index_measure
+
     fake, real = to_unit(fake), to_unit(real)
     out: dict[str, torch.Tensor] = {}
     for name in names:

@@ -109,15 +109,21 @@ class Fit:
         return f"centre-cropped to {size}"
 
 
+def to_uint8(images: torch.Tensor) -> torch.Tensor:
+    """Images in [0, 1] to 8-bit pixels (any leading dimensions; one pass for a whole batch)."""
+    return images.detach().float().clamp(0, 1).mul(255).round().to(torch.uint8)
+
+
 def save_png(path: Path, image: torch.Tensor) -> Path:
-    """Write a ``C x H x W`` image in [0, 1] as an 8-bit PNG (L, LA, RGB or RGBA by channel count).
+    """Write a ``C x H x W`` image in [0, 1] (or already ``uint8``) as an 8-bit PNG (L, LA, RGB or RGBA
+    by channel count).
 
     Written to a temp file and renamed, so an interrupted run leaves no half image.
     """
     channels = image.shape[0]
     if not 1 <= channels <= 4:
         raise NectarGANError(f"{path}: cannot write a {channels}-channel image as PNG (1 to 4 channels)")
-    pixels = image.detach().float().clamp(0, 1).mul(255).round().to(torch.uint8).cpu().numpy()
+    pixels = (image if image.dtype == torch.uint8 else to_uint8(image)).cpu().numpy()
     array = pixels[0] if channels == 1 else np.ascontiguousarray(pixels.transpose(1, 2, 0))
     picture = Image.fromarray(array)  # mode from the shape: L, LA, RGB or RGBA
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -69,6 +69,10 @@ class PrecisionSection(Section):
         "auto", description="Autocast: auto (cuda: bf16 where supported, else fp16; cpu and mps: off), off, "
                             "bf16, fp16")
     channels_last: bool = Field(False, description="Use the channels_last memory format for networks and batches")
+    compile: Literal["off", "default", "reduce-overhead", "max-autotune"] = Field(
+        "off", description="torch.compile G and D for the training step (a torch.compile mode), or off (eager)")
+    compile_backend: Literal["inductor", "aot_eager", "eager"] = Field(
+        "inductor", description="torch.compile backend when compile is on (aot_eager: no C++ compiler needed)")
 
 
 class ValidationSection(Section):

@@ -10,6 +10,8 @@ sub-folders are mirrored under the output folder.
 
 from __future__ import annotations
 
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
@@ -20,7 +22,7 @@ from .data.augment import normalise
 from .data.decode import read_image, to_channels
 from .evaluation import to_unit
 from .files import Job, plan
-from .images import Fit, FitMode, save_png
+from .images import Fit, FitMode, save_png, to_uint8
 from .inference import LoadedGenerator, load_generator
 
 
@@ -68,13 +70,30 @@ def predict_jobs(target: str | Path, jobs: list[Job], out_dir: Path, *, which: s
     in_channels = generator.channels[0]
     model = generator.model
     model_device = next(model.parameters()).device
-    written = []
-    with torch.no_grad():
+    # On an accelerator, PNG encoding and the atomic write (PIL and zlib release the GIL) run on one
+    # background thread, overlapping the next batch's decode and forward pass (at most 2 * batch_size
+    # images wait). On a CPU the forward pass already uses every core, so writes stay inline.
+    pending: deque[Future[Path]] = deque()
+    written: list[Path] = []
+    background = model_device.type != "cpu"
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="nectargan-png") as writer, \
+            torch.inference_mode():
         for group in groups:
             images = [to_channels(read_image(job.source), in_channels) for job in group]
             batch = torch.cat([sizing.prepare(image[None]) for image in images])
             outputs = model(normalise(batch).to(model_device))
-            for job, output in zip(group, outputs):
-                restored = sizing.restore(output[None], job.height, job.width)[0]
-                written.append(save_png(Path(out_dir) / job.output, to_unit(restored)))
+            # one conversion to 8-bit pixels per batch (resize restores in float first, per image)
+            pixels = to_uint8(to_unit(outputs)).cpu() if sizing.mode != "resize" else None
+            for index, job in enumerate(group):
+                if pixels is None:
+                    image = to_uint8(to_unit(sizing.restore(outputs[index:index + 1], job.height, job.width)[0]))
+                else:
+                    image = sizing.restore(pixels[index:index + 1], job.height, job.width)[0]
+                if background:
+                    pending.append(writer.submit(save_png, Path(out_dir) / job.output, image))
+                else:
+                    written.append(save_png(Path(out_dir) / job.output, image))
+            while len(pending) > 2 * batch_size:
+                written.append(pending.popleft().result())
+        written.extend(future.result() for future in pending)
     return PredictReport(generator, Path(out_dir), sizing, written)

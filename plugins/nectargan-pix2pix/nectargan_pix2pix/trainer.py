@@ -16,11 +16,13 @@ validation (L1/PSNR/SSIM) with example grids of fixed images.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
 
 import torch
+from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
 from nectargan_core import ResumableSampler, Trainer, hookimpl
@@ -33,6 +35,7 @@ from .examples import save_grid
 from .networks import build_discriminator, build_generator
 from .options import Pix2pixOptions
 from .precision import Precision
+from .compilation import compile_for_training
 
 
 def set_requires_grad(module: torch.nn.Module, flag: bool) -> None:
@@ -92,11 +95,22 @@ class Pix2pixTrainer(Trainer):
         self.train_set = self.build("dataset", data, split="train", seed=cfg.run.seed)
         self.val_set = self._optional_split("val")
         self.memory_format = torch.channels_last if cfg.precision.channels_last else torch.contiguous_format
+        if self.dist.enabled and cfg.distributed.sync_batchnorm and not cfg.validation.eval_mode:
+            raise ConfigError("distributed.sync_batchnorm with validation.eval_mode=false: rank 0 alone would run "
+                              "synchronised batch norm in training mode and wait for the others forever; "
+                              "set validation.eval_mode=true")
 
         generator = build_generator(self.registry, cfg).to(self.device, memory_format=self.memory_format)
         discriminator = build_discriminator(self.registry, cfg).to(self.device, memory_format=self.memory_format)
         self.generator = self.track("generator", generator)
         self.discriminator = self.track("discriminator", discriminator)
+        #: What train_step calls: the tracked modules, or compiled wrappers sharing their parameters,
+        #: inside DistributedDataParallel in a distributed run. G's update judges with ``_d_judge``
+        #: (no DDP: D gets no gradients then, so there is nothing to synchronise).
+        self._g_train = self.parallel(
+            compile_for_training(generator, cfg.precision.compile, cfg.precision.compile_backend))
+        self._d_judge = compile_for_training(discriminator, cfg.precision.compile, cfg.precision.compile_backend)
+        self._d_train = self.parallel(self._d_judge)
         #: A conditional D (the pix2pix default) judges cat(A, B); an unconditional one B alone.
         self.conditional = bool(getattr(discriminator, "conditional", True))
 
@@ -114,9 +128,11 @@ class Pix2pixTrainer(Trainer):
         self.scaler_g = self.track("scaler_g", self.precision.scaler())
         self.scaler_d = self.track("scaler_d", self.precision.scaler())
         self.losses = self.track("losses", LossManager(
-            cfg.loss, registry=self.registry, device=self.device, history_every=cfg.loop.log_every_steps))
+            cfg.loss, registry=self.registry, device=self.device, history_every=None))  # the engine logs loss means
         self.early_stopping = self.track("early_stopping", EarlyStopping())
         self._examples: dict[str, torch.Tensor] | None = None
+        #: Per network, the device-side flag that a loss of its pending update was not finite (nonfinite=skip).
+        self._pending_bad: dict[str, torch.Tensor] = {}
 
     def _optional_split(self, split: str) -> Any:
         """The val/test dataset, or None (with one warning) when the dataset has no such folder."""
@@ -160,18 +176,68 @@ class Pix2pixTrainer(Trainer):
         return images.to(self.device, non_blocking=True).contiguous(memory_format=self.memory_format)
 
     def _optimizer_step(self, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
-                        module: torch.nn.Module) -> None:
+                        module: torch.nn.Module, bad: torch.Tensor | None = None) -> None:
+        """Clip, step and zero one network's optimizer.
+
+        ``bad`` (``loop.nonfinite=skip`` only) is a device-side flag: this update's loss was not finite.
+        Then the update is skipped when the loss or the gradients are not finite, and the step is a true
+        no-op (weights, Adam moments and step count unchanged), without a host read on the default
+        kernels: fp16 hands the flag to its GradScaler (which skips steps with non-finite gradients and
+        lowers its scale); otherwise fused Adam gets it as ``found_inf``, as GradScaler passes it. The
+        foreach/single kernels have no such input, so they read the flag back once per update (a host
+        sync, under ``skip`` only).
+        """
         clip = self.config.optim.grad_clip
-        if clip is not None:
-            scaler.unscale_(optimizer)
-            torch.nn.utils.clip_grad_norm_(module.parameters(), clip)
-        scaler.step(optimizer)
-        scaler.update()
+        if bad is not None:  # every process skips, or none does: their weights must stay equal
+            bad = self.dist.any_on_device(bad)
+        if bad is not None and scaler.is_enabled():
+            grads = [p.grad for p in module.parameters() if p.grad is not None]
+            if grads:  # a NaN in one gradient: the scaler's own check then skips the step
+                smallest = min(grads, key=torch.Tensor.numel)
+                smallest.add_(torch.where(bad, float("nan"), 0.0).to(smallest.dtype))
+            bad = None
+        if bad is None:
+            if clip is not None:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(module.parameters(), clip)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+            return
+        grads = [p.grad for p in module.parameters() if p.grad is not None]
+        if clip is not None:  # the norm that clipping computes anyway is non-finite with the gradients
+            norm = torch.nn.utils.clip_grad_norm_(module.parameters(), clip)
+        else:
+            norm = torch.nn.utils.get_total_norm(grads, norm_type=float("inf")) if grads else torch.zeros(())
+        found_inf = (bad | ~torch.isfinite(norm.to(bad.device))).float()
+        if optimizer.defaults.get("fused"):
+            optimizer.found_inf = found_inf  # type: ignore[attr-defined]
+            try:
+                optimizer.step()
+            finally:
+                del optimizer.found_inf  # type: ignore[attr-defined]
+        elif not found_inf.item():
+            optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    def judge(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """D's logits for the pair (a, b)."""
-        return self.discriminator(a, b) if self.conditional else self.discriminator(b)
+    def _note_nonfinite(self, name: str, total: torch.Tensor) -> torch.Tensor:
+        """Flag (on the device, no host read) whether ``total`` is not finite; OR it into the pending update's flag."""
+        flag = ~torch.isfinite(total.detach())
+        pending = self._pending_bad.get(name)
+        self._pending_bad[name] = flag if pending is None else pending | flag
+        return flag
+
+    @staticmethod
+    def _no_sync(net: torch.nn.Module, accumulating: bool) -> Any:
+        """While accumulating gradients, DDP forwards that do not synchronise (the group's last one does)."""
+        if accumulating and isinstance(net, DistributedDataParallel):
+            return net.no_sync()
+        return contextlib.nullcontext()
+
+    def judge(self, a: torch.Tensor, b: torch.Tensor, *, training_d: bool = False) -> torch.Tensor:
+        """D's logits for the pair (a, b); ``training_d`` for D's own update (gradients synchronised)."""
+        net = self._d_train if training_d else self._d_judge
+        return net(a, b) if self.conditional else net(b)
 
     @hookimpl
     def train_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, Any]:
@@ -188,22 +254,31 @@ class Pix2pixTrainer(Trainer):
         apply = batch_idx + 1 == start + size
         scale = 1.0 / size
         logs: dict[str, Any] = {}
+        # loop.nonfinite=skip: device-side flags of non-finite losses; a bad batch's BatchNorm statistics are undone.
+        skip = self.config.loop.nonfinite == "skip"
+        saved = {net: [b.clone() for b in net.buffers()] for net in (G, D)} if skip else {}
+        step_bad: list[torch.Tensor] = []
 
-        with self.precision.autocast():
-            fake_b = G(real_a)
+        update_g = self.global_step % optim.g_every == 0
+        with self._no_sync(self._g_train, not apply), self.precision.autocast():
+            # A DDP forward must be followed by its backward; G is not updated this step: run it bare.
+            with contextlib.nullcontext() if update_g else torch.no_grad():
+                fake_b = (self._g_train if update_g else self.generator)(real_a)
 
         if self.global_step % optim.d_every == 0:
             set_requires_grad(D, True)
-            with self.precision.autocast():
+            with self._no_sync(self._d_train, not apply), self.precision.autocast():
                 fake_detached = fake_b.detach()
-                fake_logits = self.judge(real_a, fake_detached)  # fake first, as the reference (BN order)
-                real_logits = self.judge(real_a, real_b)
+                fake_logits = self.judge(real_a, fake_detached, training_d=True)  # fake first, as the reference
+                real_logits = self.judge(real_a, real_b, training_d=True)
                 d = losses.discriminator_losses(real_logits, fake_logits, critic=D, real=real_b,
                                                 fake=fake_detached, condition=real_a if self.conditional else None)
             if d.total is not None:
+                if skip:
+                    step_bad.append(self._note_nonfinite("d", d.total))
                 self.scaler_d.scale(d.total * scale).backward()
                 if apply:
-                    self._optimizer_step(self.opt_d, self.scaler_d, D)
+                    self._optimizer_step(self.opt_d, self.scaler_d, D, self._pending_bad.pop("d", None))
             logs.update(d.logs())
 
         if self.global_step % optim.g_every == 0:
@@ -211,15 +286,22 @@ class Pix2pixTrainer(Trainer):
             with self.precision.autocast():
                 g = losses.generator_losses(fake_b, real_b, fake_logits=lambda: self.judge(real_a, fake_b))
             if g.total is not None:
+                if skip:
+                    step_bad.append(self._note_nonfinite("g", g.total))
                 self.scaler_g.scale(g.total * scale).backward()
                 if apply:
-                    self._optimizer_step(self.opt_g, self.scaler_g, G)
+                    self._optimizer_step(self.opt_g, self.scaler_g, G, self._pending_bad.pop("g", None))
                     if self.lr_units[0] == "step":
                         self.sched_g.step()
             set_requires_grad(D, True)
             logs.update(g.logs())
         if apply and self.lr_units[1] == "step":
             self.sched_d.step()
+        if step_bad:
+            bad = self.dist.any_on_device(torch.stack(step_bad).any())
+            for net, copies in saved.items():
+                for buffer, copy in zip(net.buffers(), copies):
+                    buffer.copy_(torch.where(bad, copy, buffer))
         return logs
 
     # -- epochs, validation, examples ---------------------------------------
@@ -230,7 +312,7 @@ class Pix2pixTrainer(Trainer):
         if self.lr_units[1] == "epoch":
             self.sched_d.step()
         every = self.config.examples.every_epochs
-        if every and (epoch + 1) % every == 0:
+        if every and (epoch + 1) % every == 0 and self.is_main:
             self.write_examples(self.run_dir.examples / f"epoch{epoch + 1:04d}.png")
 
     def example_batch(self) -> dict[str, torch.Tensor] | None:
