@@ -143,15 +143,19 @@ class Distributed:
         ids = [device.index] if device.type == "cuda" else None
         return DistributedDataParallel(module, device_ids=ids, find_unused_parameters=find_unused_parameters)
 
-    def all_mean(self, tensor: torch.Tensor) -> torch.Tensor:
-        """The mean of ``tensor`` over all ranks (on its device; no host read)."""
+    def all_sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        """The sum of ``tensor`` over all ranks (on its device; no host read)."""
         if not self.enabled:
             return tensor
         import torch.distributed as dist
 
         tensor = tensor.clone()
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
-        return tensor / self.world_size
+        return tensor
+
+    def all_mean(self, tensor: torch.Tensor) -> torch.Tensor:
+        """The mean of ``tensor`` over all ranks (on its device; no host read)."""
+        return self.all_sum(tensor) / self.world_size if self.enabled else tensor
 
     def any_on_device(self, flag: torch.Tensor) -> torch.Tensor:
         """Whether the boolean ``flag`` is true on any rank, as a device tensor (no host read)."""

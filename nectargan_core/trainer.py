@@ -36,6 +36,10 @@ class Trainer:
 
     #: The pydantic model of the trainer's own config sections (also given to ``register``).
     options: ClassVar[Any] = None
+    #: In a distributed run: True when ``validate`` runs in every process, each on its share of
+    #: the val split, and returns the metrics of the whole split (reduced across processes);
+    #: False when rank 0 validates alone and the others receive its results.
+    distributed_validation: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -491,9 +495,10 @@ class Trainer:
         epoch = self.epoch
         self.hook.on_validation_start(trainer=self, epoch=epoch)
         metrics: dict[str, float] = {}
-        if self.is_main:  # rank 0 validates on the whole val split; the others get its results
+        if self.is_main or self.distributed_validation:
             metrics = {k: float(v) for k, v in dict(self.hook.validate(trainer=self, epoch=epoch) or {}).items()}
-        metrics = self.dist.broadcast(metrics)
+        if not self.distributed_validation:  # rank 0 validated alone; the others get its results
+            metrics = self.dist.broadcast(metrics)
         self.metrics_log.append({
             "kind": "val", "epoch": epoch, "step": self.global_step,
             "metrics": metrics, "time": time.time(),

@@ -33,7 +33,7 @@ PER_SAMPLE_MODELS = ("models.generator.name=unet", "models.generator.depth=4", "
 @pytest.fixture(scope="module")
 def pairs(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("ddp_data") / "data"
-    made = run_cli("data", "synth", str(root), "--count", "12", "--size", "32", "--val", "0.17", "--test", "0")
+    made = run_cli("data", "synth", str(root), "--count", "12", "--size", "32", "--val", "0.25", "--test", "0")
     assert made.returncode == 0, made.stderr
     return root
 
@@ -73,11 +73,16 @@ def train_losses(run_dir: Path) -> list[dict]:
     return [r["losses"] for r in map(json.loads, lines) if r["kind"] == "train"]
 
 
+def val_metrics(run_dir: Path) -> list[dict]:
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    return [r["metrics"] for r in map(json.loads, lines) if r["kind"] == "val"]
+
+
 @pytest.mark.parametrize("accumulation, steps", [(1, 3), (2, 4)], ids=["plain", "gradient-accumulation"])
 def test_two_processes_of_batch_1_equal_one_process_of_batch_2(pairs: Path, tmp_path: Path, accumulation: int,
                                                                steps: int) -> None:
-    common = ("loop.epochs=1", f"loop.max_steps={steps}", "loop.val_every_epochs=null",
-              "examples.every_epochs=null", f"optim.gradient_accumulation={accumulation}")
+    common = ("loop.epochs=1", f"loop.max_steps={steps}", f"loop.val_every_steps={steps}",
+              "loop.val_every_epochs=null", "examples.every_epochs=null", f"optim.gradient_accumulation={accumulation}")
     two = run_cli(*pix2pix_args(pairs, "data.batch_size=1", "run.output_dir=two", *common), "--nproc", "2",
                   cwd=tmp_path, timeout=240)
     assert two.returncode == 0, two.stderr
@@ -91,6 +96,10 @@ def test_two_processes_of_batch_1_equal_one_process_of_batch_2(pairs: Path, tmp_
         assert_same_tensors(two_state["state"][net], one_state["state"][net], atol=2e-6, where=net)
     updates = steps // accumulation
     assert int(two_state["state"]["opt_g"]["state"][0]["step"]) == updates  # real updates were compared
+    # Each process validated half of the val split; the reduced metrics are those of the whole split.
+    two_val, one_val = (val_metrics(tmp_path / f"{n}/run/version_0") for n in ("two", "one"))
+    assert len(two_val) == len(one_val) == 1
+    assert two_val[0] == pytest.approx(one_val[0], rel=1e-5, abs=1e-6)
     # The losses logged by the 2-process run are the means over both processes: the batch-2 losses.
     for two_loss, one_loss in zip(train_losses(tmp_path / "two/run/version_0"),
                                   train_losses(tmp_path / "one/run/version_0"), strict=True):
@@ -120,7 +129,7 @@ def test_batch_norm_models_validate_and_stop_early_together(pairs: Path, tmp_pat
 
 
 def test_a_two_process_run_writes_one_run_and_resumes_mid_epoch_exactly(pairs: Path, tmp_path: Path) -> None:
-    # 10 train pairs, batch 2 per process: 3 steps per epoch. Stop after step 4 (mid-epoch 2), resume to the end.
+    # 9 train pairs, batch 2 per process (5 each, one padded): 3 steps per epoch. Stop after step 4 (mid-epoch 2), resume to the end.
     settings = ("data.batch_size=2", "loop.epochs=2", "checkpoint.best_metric=val/psnr", "checkpoint.best_mode=max")
     full = run_cli(*pix2pix_args(pairs, "run.output_dir=full", *settings), "--nproc", "2", cwd=tmp_path,
                    timeout=240)

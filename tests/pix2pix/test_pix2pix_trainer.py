@@ -202,3 +202,24 @@ def test_gradient_clipping_bounds_each_network(tmp_path, synth, monkeypatch):
                       loop={"max_steps": 2, "log_every_steps": 1})).fit()
     assert len(norms) == 4  # D and G, two steps
     assert all(limit == 0.01 and before > 0.01 for limit, before in norms)  # the clip was needed
+
+
+def test_validation_reads_max_batches_and_each_rank_its_share(synth, tmp_path):
+    from nectargan_core.distributed import Distributed
+
+    cfg = config(tmp_path, synth, data={"val": {"batch_size": 1}}, validation={"max_batches": 1})
+    trainer = Run.create(cfg).trainer
+    trainer.prepare()
+    assert len(trainer.val_set) >= 2
+    capped = list(trainer.eval_loader(trainer.val_set, 1))
+    assert len(capped) == 1 and capped[0]["A"].shape[0] == 1
+    everything = [batch["A"] for batch in trainer.eval_loader(trainer.val_set)]
+    assert len(everything) == len(trainer.val_set)
+    torch.testing.assert_close(capped[0]["A"], everything[0])
+    shares = []
+    for rank in (0, 1):
+        trainer.dist = Distributed(world_size=2, rank=rank)
+        shares.append([batch["A"] for batch in trainer.eval_loader(trainer.val_set)])
+    assert [len(s) for s in shares] == [-(-len(everything) // 2), len(everything) // 2]
+    for index, images in enumerate(everything):  # every image exactly once, rank = index % 2
+        torch.testing.assert_close(shares[index % 2][index // 2], images)

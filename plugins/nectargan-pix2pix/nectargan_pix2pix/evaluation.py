@@ -8,7 +8,7 @@ range of 1). Per-image values stay on the device until :meth:`compute`.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import torch
 
@@ -57,6 +57,17 @@ class MetricAccumulator:
             self.sums[name] = self.sums[name] + total if name in self.sums else total
         self.count += fake.shape[0]
         return values
+
+    def reduce(self, dist: Any, device: torch.device) -> None:
+        """Sum the sums and counts of every process of a distributed run (one all-reduce)."""
+        if not dist.enabled:
+            return
+        zero = torch.zeros((), dtype=torch.float64, device=device)
+        totals = torch.stack([self.sums.get(n, zero).to(device) for n in self.names]
+                             + [torch.tensor(float(self.count), dtype=torch.float64, device=device)])
+        totals = dist.all_sum(totals)
+        self.sums = dict(zip(self.names, totals[:-1].unbind()))
+        self.count = int(totals[-1].item())
 
     def compute(self) -> dict[str, float]:
         if not self.count:

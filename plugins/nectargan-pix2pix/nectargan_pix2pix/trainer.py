@@ -84,6 +84,8 @@ class Pix2pixTrainer(Trainer):
     """Paired image-to-image translation with a conditional GAN (Isola et al., 2017)."""
 
     options = Pix2pixOptions
+    #: Every process validates its share of the val split; the sums are reduced.
+    distributed_validation = True
 
     # -- set-up ------------------------------------------------------------
     def setup(self) -> None:
@@ -163,13 +165,21 @@ class Pix2pixTrainer(Trainer):
         sampler = ResumableSampler(len(self.train_set), seed=self.config.run.seed)
         return DataLoader(self.train_set, batch_size=batch_size, sampler=sampler)
 
-    def eval_loader(self, dataset: Any) -> DataLoader:
+    def eval_loader(self, dataset: Any, max_batches: int | None = None) -> DataLoader:
+        """The samples of ``dataset`` in order (the first ``max_batches`` batches' worth, or all).
+
+        In a distributed run, only this rank's share: every ``world_size``-th sample from ``rank`` on.
+        """
         from nectargan_pix2pix.data.dataset import PairedDataset
         from nectargan_pix2pix.data.loader import build_dataloader
 
-        if isinstance(dataset, PairedDataset):
-            return build_dataloader(dataset, device=self.device)
-        return DataLoader(dataset, batch_size=int(getattr(dataset, "batch_size", 1)), shuffle=False)
+        paired = isinstance(dataset, PairedDataset)
+        batch_size = getattr(dataset.options, dataset.split).batch_size if paired else getattr(dataset, "batch_size", 1)
+        total = len(dataset) if max_batches is None else min(len(dataset), max_batches * int(batch_size))
+        indices = range(self.dist.rank, total, self.dist.world_size)
+        if paired:
+            return build_dataloader(dataset, device=self.device, indices=indices)
+        return DataLoader(dataset, batch_size=int(batch_size), sampler=list(indices))
 
     # -- the step ------------------------------------------------------------
     def _to_device(self, images: torch.Tensor) -> torch.Tensor:
@@ -345,12 +355,11 @@ class Pix2pixTrainer(Trainer):
         cfg = self.config.validation
         accumulator = MetricAccumulator(cfg.metrics)
         with evaluation_mode(self.generator, cfg.eval_mode):
-            for index, batch in enumerate(self.eval_loader(self.val_set)):
-                if cfg.max_batches is not None and index >= cfg.max_batches:
-                    break
+            for batch in self.eval_loader(self.val_set, cfg.max_batches):
                 with self.precision.autocast():
                     fake = self.generator(self._to_device(batch["A"]))
                 accumulator.update(fake, self._to_device(batch["B"]))
+        accumulator.reduce(self.dist, self.device)  # the whole split's sums, in every process
         metrics = accumulator.compute()
         if cfg.early_stop_metric is not None:
             key = cfg.early_stop_metric.removeprefix("val/")

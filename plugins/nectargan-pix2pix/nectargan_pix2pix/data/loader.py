@@ -8,7 +8,7 @@ Validation and test batches are read in order, unshuffled.
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
 import torch
 from torch.utils.data import DataLoader
@@ -32,11 +32,13 @@ class EpochSampler(ResumableSampler):
         return ((epoch, index) for index in order)
 
 
-def build_dataloader(dataset: PairedDataset, *, device: Optional[torch.device | str] = None) -> DataLoader:
+def build_dataloader(dataset: PairedDataset, *, device: Optional[torch.device | str] = None,
+                     indices: Optional[Sequence[int]] = None) -> DataLoader:
     """A DataLoader for ``dataset`` configured by its options.
 
     train: ``data.batch_size``, EpochSampler (``data.shuffle``, ``dataset.seed``), ``data.drop_last``.
-    val/test: ``data.val.batch_size`` / ``data.test.batch_size``, in order, every sample kept.
+    val/test: ``data.val.batch_size`` / ``data.test.batch_size``, in order, every sample kept (or only
+    ``indices``, in their order: a process's share of a distributed validation).
     ``pin_memory: null`` pins when ``device`` is CUDA.
     """
     options = dataset.options
@@ -50,4 +52,5 @@ def build_dataloader(dataset: PairedDataset, *, device: Optional[torch.device | 
         sampler = EpochSampler(len(dataset), shuffle=options.shuffle, seed=dataset.seed)
         return DataLoader(dataset, batch_size=options.batch_size, sampler=sampler, drop_last=options.drop_last,
                           **loading)
-    return DataLoader(dataset, batch_size=getattr(options, dataset.split).batch_size, shuffle=False, **loading)
+    order = {"shuffle": False} if indices is None else {"sampler": list(indices)}
+    return DataLoader(dataset, batch_size=getattr(options, dataset.split).batch_size, **order, **loading)
