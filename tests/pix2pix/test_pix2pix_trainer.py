@@ -223,3 +223,15 @@ def test_validation_reads_max_batches_and_each_rank_its_share(synth, tmp_path):
     assert [len(s) for s in shares] == [-(-len(everything) // 2), len(everything) // 2]
     for index, images in enumerate(everything):  # every image exactly once, rank = index % 2
         torch.testing.assert_close(shares[index % 2][index // 2], images)
+
+
+@pytest.mark.parametrize("fast, warned", [(False, True), (True, False)])
+def test_bf16_on_a_cpu_without_bf16_kernels_warns(monkeypatch, capsys, fast, warned):
+    from nectargan_pix2pix import precision
+
+    monkeypatch.setattr(precision, "cpu_has_fast_bf16", lambda: fast)
+    assert precision.resolve_amp("bf16", torch.device("cpu")) is torch.bfloat16
+    assert precision.resolve_amp("auto", torch.device("cpu")) is None
+    err = capsys.readouterr().err
+    assert ("warning: precision.amp: this CPU has no bf16 instructions" in err) is warned
+    assert err.count("\n") == (1 if warned else 0)
