@@ -115,10 +115,21 @@ class Distributed:
         return device
 
     def close(self) -> None:
+        """Leave the process group after a run that ended normally.
+
+        Every rank first waits for the others (a process tearing down its
+        connections while a peer still finishes its last collective can abort
+        that peer). After a failure do not call this: a rank waiting here would
+        keep a peer blocked in a training collective alive; just exit.
+        """
         if self.enabled:
             import torch.distributed as dist
 
             if dist.is_initialized():
+                try:
+                    self.barrier()
+                except DistributedError:
+                    pass
                 dist.destroy_process_group()
             self.world_size = 1
 

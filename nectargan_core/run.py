@@ -208,7 +208,7 @@ class Run:
         return self.run_dir.read_status()
 
     def close(self) -> None:
-        """Leave the process group of a distributed run (nothing to do for one process)."""
+        """Leave the process group of a distributed run that ended normally (nothing to do for one process)."""
         self.dist.close()
 
 

@@ -73,11 +73,9 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
         say = run.trainer.is_main
         if say:
             click.echo(f"run directory: {run.dir}" + _processes(run), err=True)
-    try:
-        with graceful_stop(run.trainer) as received:
-            run.fit()
-    finally:
-        run.close()
+    with graceful_stop(run.trainer) as received:
+        run.fit()
+    run.close()  # only after a normal end: after a failure the process just exits
     trainer_state = run.trainer
     if received and not say:
         sys.exit(EXIT_CODES.get(received[0], 1))
