@@ -58,6 +58,21 @@ def test_mixed_sizes_keep_their_size_and_batching_does_not_change_pixels(trained
         np.testing.assert_array_equal(pixels(output), pixels((tmp_path / "batch4" / name).with_suffix(".png")))
 
 
+def test_png_compression_changes_file_size_not_pixels(trained_run, inputs, tmp_path):
+    for level in (0, 9):
+        result = run_cli("predict", str(trained_run.path), str(inputs / "square.png"), "-o", str(tmp_path / f"z{level}"),
+                         "--png-compression", str(level), "--device", "cpu")
+        assert result.returncode == 0, result.stderr
+    default = predict(trained_run.path, [inputs / "square.png"], tmp_path / "z1").written[0]
+    stored, smallest = tmp_path / "z0" / "square.png", tmp_path / "z9" / "square.png"
+    assert stored.stat().st_size > default.stat().st_size >= smallest.stat().st_size
+    assert stored.stat().st_size >= 32 * 32 * 3  # level 0 stores the pixels uncompressed
+    for other in (stored, smallest):
+        np.testing.assert_array_equal(pixels(other), pixels(default))
+    bad = run_cli("predict", str(trained_run.path), str(inputs), "-o", str(tmp_path / "bad"), "--png-compression", "10")
+    assert bad.returncode == 2 and "--png-compression" in bad.stderr
+
+
 def test_grey_and_16_bit_inputs_are_converted_like_their_8_bit_rgb_twins(trained_run, inputs, tmp_path):
     predict(trained_run.path, [inputs / "sub", tmp_path / "grey_as_rgb.png", tmp_path / "grey8.png"],
             tmp_path / "out")

@@ -114,9 +114,14 @@ def to_uint8(images: torch.Tensor) -> torch.Tensor:
     return images.detach().float().clamp(0, 1).mul(255).round().to(torch.uint8)
 
 
-def save_png(path: Path, image: torch.Tensor) -> Path:
+#: zlib level of written PNGs. PNG is lossless at every level; on 128-256 px renderings level 1
+#: encodes about 3.7x faster than PIL's default 6 for files about 4 % larger (OpenCV also writes 1).
+PNG_COMPRESSION = 1
+
+
+def save_png(path: Path, image: torch.Tensor, compression: int = PNG_COMPRESSION) -> Path:
     """Write a ``C x H x W`` image in [0, 1] (or already ``uint8``) as an 8-bit PNG (L, LA, RGB or RGBA
-    by channel count).
+    by channel count), with zlib level ``compression`` (0-9).
 
     Written to a temp file and renamed, so an interrupted run leaves no half image.
     """
@@ -127,5 +132,5 @@ def save_png(path: Path, image: torch.Tensor) -> Path:
     array = pixels[0] if channels == 1 else np.ascontiguousarray(pixels.transpose(1, 2, 0))
     picture = Image.fromarray(array)  # mode from the shape: L, LA, RGB or RGBA
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda handle: picture.save(handle, format="PNG"))
+    atomic_write(path, lambda handle: picture.save(handle, format="PNG", compress_level=compression))
     return path

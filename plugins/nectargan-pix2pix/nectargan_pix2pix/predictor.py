@@ -22,7 +22,7 @@ from .data.augment import normalise
 from .data.decode import read_image, to_channels
 from .evaluation import to_unit
 from .files import Job, plan
-from .images import Fit, FitMode, save_png, to_uint8
+from .images import PNG_COMPRESSION, Fit, FitMode, save_png, to_uint8
 from .inference import LoadedGenerator, load_generator
 
 
@@ -51,16 +51,16 @@ def batches(jobs: list[Job], fit: Fit, batch_size: int) -> Iterator[list[Job]]:
 
 def predict(target: str | Path, inputs: Sequence[str | Path], out_dir: Path, *, recursive: bool = False,
             which: str = "latest", batch_size: int = 1, device: str | torch.device = "cpu", fit: FitMode = "pad",
-            size: Optional[tuple[int, int]] = None) -> PredictReport:
+            size: Optional[tuple[int, int]] = None, png_compression: int = PNG_COMPRESSION) -> PredictReport:
     """Find and check ``inputs`` (:func:`~nectargan_pix2pix.files.plan`), then :func:`predict_jobs`."""
     return predict_jobs(target, plan(inputs, Path(out_dir), recursive), out_dir, which=which,
-                        batch_size=batch_size, device=device, fit=fit, size=size)
+                        batch_size=batch_size, device=device, fit=fit, size=size, png_compression=png_compression)
 
 
 def predict_jobs(target: str | Path, jobs: list[Job], out_dir: Path, *, which: str = "latest",
                  batch_size: int = 1, device: str | torch.device = "cpu", fit: FitMode = "pad",
-                 size: Optional[tuple[int, int]] = None) -> PredictReport:
-    """Generate an output PNG for every job; return what was written."""
+                 size: Optional[tuple[int, int]] = None, png_compression: int = PNG_COMPRESSION) -> PredictReport:
+    """Generate an output PNG (zlib level ``png_compression``) for every job; return what was written."""
     generator = load_generator(target, which, device=device)
     if fit == "resize" and size is None and generator.training_size:
         size = (generator.training_size, generator.training_size)
@@ -90,9 +90,9 @@ def predict_jobs(target: str | Path, jobs: list[Job], out_dir: Path, *, which: s
                 else:
                     image = sizing.restore(pixels[index:index + 1], job.height, job.width)[0]
                 if background:
-                    pending.append(writer.submit(save_png, Path(out_dir) / job.output, image))
+                    pending.append(writer.submit(save_png, Path(out_dir) / job.output, image, png_compression))
                 else:
-                    written.append(save_png(Path(out_dir) / job.output, image))
+                    written.append(save_png(Path(out_dir) / job.output, image, png_compression))
             while len(pending) > 2 * batch_size:
                 written.append(pending.popleft().result())
         written.extend(future.result() for future in pending)

@@ -27,8 +27,11 @@ from .options import SizeType, checkpoint_option, device_option
 @click.option("--resize", "fit", flag_value="resize",
               help="Resize to --size (default: the training size) and the output back to the input's size.")
 @click.option("--size", type=SizeType(), metavar="N|HxW", default=None, help="Side N or HxW for --crop and --resize.")
+@click.option("--png-compression", type=click.IntRange(0, 9), default=1, show_default=True,
+              help="zlib level of the output PNGs (lossless at every level; 9: smallest files, slowest).")
 def predict_command(target: Path, inputs: tuple[Path, ...], out_dir: Path, which: str, batch_size: int,
-                    device: str, recursive: bool, fit: str, size: Optional[tuple[int, int]]) -> None:
+                    device: str, recursive: bool, fit: str, size: Optional[tuple[int, int]],
+                    png_compression: int) -> None:
     """Run a trained generator on images; write one PNG per input, named after it.
 
     INPUTS are image files and folders (sorted; .bmp .jpeg .jpg .png .tif .tiff
@@ -52,5 +55,5 @@ def predict_command(target: Path, inputs: tuple[Path, ...], out_dir: Path, which
     from ..predictor import predict_jobs
 
     report = predict_jobs(target, jobs, out_dir, which=which, batch_size=batch_size, device=resolve_device(device),
-                          fit=fit, size=size)
+                          fit=fit, size=size, png_compression=png_compression)
     click.echo(report.summary())
