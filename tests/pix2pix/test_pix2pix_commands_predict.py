@@ -182,3 +182,30 @@ def test_output_path_is_a_file(trained_run, inputs, tmp_path):
     taken.write_text("")
     one_line_error(run_cli("predict", str(trained_run.path), str(inputs / "square.png"), "-o", str(taken)),
                    f"{taken}: output path exists and is not a folder")
+
+
+def test_generators_load_without_initialising_twice_and_keep_unsaved_buffers():
+    from nectargan_pix2pix.inference import _with_weights
+
+    calls = []
+
+    class Net(torch.nn.Module):
+        def __init__(self, extra: bool) -> None:
+            super().__init__()
+            calls.append(torch.empty(0).device.type)
+            self.conv = torch.nn.Conv2d(2, 3, 3)
+            self.norm = torch.nn.BatchNorm2d(3)
+            if extra:
+                self.register_buffer("scale", torch.full((1,), 2.0), persistent=False)
+
+    source = Net(True)
+    torch.nn.init.normal_(source.conv.weight)
+    state = source.state_dict()
+    for extra, built_on in ((False, ["meta"]), (True, ["meta", "cpu"])):
+        calls.clear()
+        model = _with_weights(lambda: Net(extra), state)
+        assert calls == built_on  # the fallback builds normally when state is missing from the checkpoint
+        assert not any(t.is_meta for t in (*model.parameters(), *model.buffers()))
+        torch.testing.assert_close(model.conv.weight, state["conv.weight"])
+        torch.testing.assert_close(model.norm.running_var, state["norm.running_var"])
+    assert float(model.scale) == 2.0
