@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from click.testing import CliRunner
+
 from support import run_cli
 
 #: A UNet of depth 4 (inputs: multiples of 16) with dropout in 2 decoder layers, and a narrow PatchGAN.
@@ -34,3 +36,21 @@ def trained_run(tmp_path_factory) -> TrainedRun:
     trained = run_cli("train", "--trainer", "pix2pix", *(arg for s in settings for arg in ("--set", s)), cwd=root)
     assert trained.returncode == 0, trained.stderr
     return TrainedRun(root / "runs" / "run" / "version_0", data)
+
+
+@pytest.fixture(scope="session")
+def make_synth(tmp_path_factory):
+    """``make_synth(count, size)``: a synthetic paired dataset (made once per count and size)."""
+    from nectargan_pix2pix.data_cli import data_group
+
+    made: dict[tuple[int, int], Path] = {}
+
+    def make(count: int, size: int) -> Path:
+        if (count, size) not in made:
+            root = tmp_path_factory.mktemp(f"synth{count}x{size}") / "data"
+            result = CliRunner().invoke(data_group, ["synth", str(root), "--count", str(count), "--size", str(size)])
+            assert result.exit_code == 0, result.output
+            made[count, size] = root
+        return made[count, size]
+
+    return make

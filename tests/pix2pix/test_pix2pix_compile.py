@@ -6,10 +6,8 @@ import shutil
 
 import pytest
 import torch
-from click.testing import CliRunner
 
 from nectargan_core import Run, load_checkpoint
-from nectargan_pix2pix.data_cli import data_group
 from nectargan_pix2pix.inference import load_generator
 
 
@@ -22,11 +20,8 @@ def inductor_unavailable() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def synth(tmp_path_factory):
-    root = tmp_path_factory.mktemp("synth") / "data"
-    result = CliRunner().invoke(data_group, ["synth", str(root), "--count", "8", "--size", "16"])
-    assert result.exit_code == 0, result.output
-    return root
+def synth(make_synth):
+    return make_synth(8, 16)
 
 
 def config(tmp_path, root, compile_mode, backend):

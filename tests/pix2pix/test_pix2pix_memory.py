@@ -7,19 +7,14 @@ import tracemalloc
 
 import pytest
 import torch
-from click.testing import CliRunner
 
 from nectargan_core import Run
 from nectargan_losses.manager import LossHistory
-from nectargan_pix2pix.data_cli import data_group
 
 
 @pytest.fixture(scope="module")
-def synth(tmp_path_factory):
-    root = tmp_path_factory.mktemp("synth") / "data"
-    result = CliRunner().invoke(data_group, ["synth", str(root), "--count", "8", "--size", "16"])
-    assert result.exit_code == 0, result.output
-    return root
+def synth(make_synth):
+    return make_synth(8, 16)
 
 
 def live_tensors() -> int:

@@ -14,7 +14,12 @@ import torch
 
 from nectargan_core import Run, hookimpl, load_checkpoint
 from nectargan_core.errors import TrainingError
-from test_pix2pix_trainer import config, synth  # noqa: F401 - synth is a fixture
+from test_pix2pix_trainer import config
+
+
+@pytest.fixture(scope="module")
+def synth(make_synth):
+    return make_synth(16, 32)
 
 BAD_STEP = 3  # the third batch (global step 3) is NaN
 NETWORKS = ("generator", "discriminator", "opt_g", "opt_d")

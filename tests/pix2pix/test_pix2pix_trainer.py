@@ -7,19 +7,14 @@ import copy
 import pytest
 import torch
 import torch.nn.functional as F
-from click.testing import CliRunner
 
 from nectargan_core import Run, load_checkpoint
 from nectargan_core.errors import ConfigError
-from nectargan_pix2pix.data_cli import data_group
 
 
 @pytest.fixture(scope="module")
-def synth(tmp_path_factory):
-    root = tmp_path_factory.mktemp("synth") / "data"
-    result = CliRunner().invoke(data_group, ["synth", str(root), "--count", "16", "--size", "32"])
-    assert result.exit_code == 0, result.output
-    return root
+def synth(make_synth):
+    return make_synth(16, 32)
 
 
 def config(tmp_path, root, **sections):

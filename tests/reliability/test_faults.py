@@ -15,6 +15,12 @@ from nectargan_core.rundir import RunDir
 from support import make_fake_dist, run_cli
 
 
+def assert_first_two_checkpoints_kept(run) -> None:
+    files = sorted(os.listdir(run.dir / "checkpoints"))
+    assert files == ["epoch0000-step00000001.pt", "epoch0000-step00000001.pt.json",
+                     "epoch0000-step00000002.pt", "epoch0000-step00000002.pt.json"]  # nothing pruned, no temp file
+
+
 def toy(tmp_path, loop=None, checkpoint=None, **toy_options):
     return {
         "trainer": "toy",
@@ -91,9 +97,7 @@ def test_disk_full_during_checkpoint_write_keeps_the_previous_one(tmp_path, monk
     with pytest.raises(CheckpointError, match=r"epoch0000-step00000003\.pt: could not write checkpoint "
                                               r"\(No space left on device\); earlier checkpoints are kept"):
         run.fit()
-    files = sorted(os.listdir(run.dir / "checkpoints"))
-    assert files == ["epoch0000-step00000001.pt", "epoch0000-step00000001.pt.json",
-                     "epoch0000-step00000002.pt", "epoch0000-step00000002.pt.json"]  # nothing pruned, no temp file
+    assert_first_two_checkpoints_kept(run)
     assert load_checkpoint(latest(run))["global_step"] == 2
     assert run.status()["status"] == "failed"
 
@@ -246,8 +250,6 @@ def test_real_full_tmpfs_during_checkpoint_write_keeps_the_previous_one(tmp_path
     with pytest.raises(CheckpointError, match=r"epoch0000-step00000003\.pt: could not write checkpoint "
                                               r"\(No space left on device\); earlier checkpoints are kept"):
         run.fit()
-    files = sorted(os.listdir(run.dir / "checkpoints"))
-    assert files == ["epoch0000-step00000001.pt", "epoch0000-step00000001.pt.json",
-                     "epoch0000-step00000002.pt", "epoch0000-step00000002.pt.json"]  # nothing pruned, no temp file
+    assert_first_two_checkpoints_kept(run)
     load_checkpoint(latest(run))  # verifies size and SHA-256 first
     assert run.status()["status"] == "failed"
