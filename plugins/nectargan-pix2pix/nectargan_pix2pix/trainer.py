@@ -98,9 +98,9 @@ class Pix2pixTrainer(Trainer):
         self.val_set = self._optional_split("val")
         self.memory_format = torch.channels_last if cfg.precision.channels_last else torch.contiguous_format
         if self.dist.enabled and cfg.distributed.sync_batchnorm and not cfg.validation.eval_mode:
-            raise ConfigError("distributed.sync_batchnorm with validation.eval_mode=false: rank 0 alone would run "
-                              "synchronised batch norm in training mode and wait for the others forever; "
-                              "set validation.eval_mode=true")
+            raise ConfigError("distributed.sync_batchnorm with validation.eval_mode=false: the processes validate "
+                              "different numbers of images, so synchronised batch norm in training mode would wait "
+                              "forever; set validation.eval_mode=true")
 
         generator = build_generator(self.registry, cfg).to(self.device, memory_format=self.memory_format)
         discriminator = build_discriminator(self.registry, cfg).to(self.device, memory_format=self.memory_format)
