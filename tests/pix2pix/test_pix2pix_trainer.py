@@ -230,3 +230,13 @@ def test_bf16_on_a_cpu_without_bf16_kernels_warns(monkeypatch, capsys, fast, war
     err = capsys.readouterr().err
     assert ("warning: precision.amp: this CPU has no bf16 instructions" in err) is warned
     assert err.count("\n") == (1 if warned else 0)
+
+
+def test_sync_batchnorm_with_train_mode_validation_is_refused_in_a_distributed_run(synth, tmp_path):
+    from nectargan_core.distributed import Distributed
+
+    run = Run.create(config(tmp_path, synth, distributed={"sync_batchnorm": True}, validation={"eval_mode": False}))
+    run.trainer.dist = Distributed(world_size=2, rank=0)  # the check comes before any process group is needed
+    with pytest.raises(ConfigError, match=r"^distributed.sync_batchnorm with validation.eval_mode=false: .*"
+                                          r"set validation.eval_mode=true$"):
+        run.trainer.prepare()
