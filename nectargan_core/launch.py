@@ -63,8 +63,8 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
         raise LaunchError(
             f"rank {rank} (pid {failure.pid}) failed: {describe_exit(failure.exitcode)}"
             + (f" ({more} more rank(s) stopped after it)" if more else "")
-            + "; the other processes were stopped (see the rank's error above); the last good checkpoint "
-            f"is kept: continue with nectargan train --resume RUN_DIR --nproc {nproc}") from None
+            + "; the other processes were stopped (see the rank's error above); checkpoints already written "
+            f"are kept: continue with nectargan train --resume RUN_DIR --nproc {nproc}") from None
     except SignalException as exc:
         return {signal.SIGINT: 130, signal.SIGTERM: 143}.get(exc.sigval, 128 + int(exc.sigval))
     return 0

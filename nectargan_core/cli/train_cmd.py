@@ -48,9 +48,13 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
         raise ConfigError("--checkpoint needs --resume RUN_DIR")
     if resume is not None and init_from is not None:
         raise ConfigError("--init-from starts a new run from weights; --resume continues one: use one of them")
+    if resume is not None and config_file is not None:
+        raise ConfigError("--resume uses the run's own config.yaml; drop -c/--config (use --set to change values)")
     if nproc is not None:
         from ..launch import launch
 
+        # A config mistake is one line from here, before N processes would each report it.
+        _check_config(config_file, all_overrides(overrides, trainer), resume, init_from, output_dir)
         args = [*(["-c", config_file] if config_file else []), *(a for o in overrides for a in ("--set", o)),
                 *(["--trainer", trainer] if trainer else []), *(["--resume", resume] if resume else []),
                 *(["--checkpoint", checkpoint] if checkpoint else []),
@@ -60,8 +64,6 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
     if init_from is not None:
         overrides = (*overrides, f"run.init_from={init_from}")
     if resume is not None:
-        if config_file is not None:
-            raise ConfigError("--resume uses the run's own config.yaml; drop -c/--config (use --set to change values)")
         run = Run.resume(resume, checkpoint=checkpoint, overrides=all_overrides(overrides, trainer),
                          output_dir=output_dir or "runs")
         say = run.trainer.is_main
@@ -93,3 +95,19 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
 def _processes(run: object) -> str:
     dist = run.dist  # type: ignore[attr-defined]
     return f" ({dist.world_size} processes, {dist.backend})" if dist.enabled else ""
+
+
+def _check_config(config_file: str | None, overrides: list[str], resume: str | None,
+                  init_from: str | None, output_dir: str | None) -> None:
+    """Validate the config a launch would train with (torch-free), raising the same one-line errors."""
+    from ..config import load_config, load_file
+    from ..plugins import get_plugins
+    from ..rundir import RunDir, latest_run
+
+    registry = get_plugins().registry
+    if resume is None:
+        extra = (f"run.init_from={init_from}",) if init_from is not None else ()
+        load_config(config_file, (*overrides, *extra), registry)
+        return
+    run_dir = latest_run(output_dir or "runs") if resume == "latest" else RunDir.open(resume)
+    load_config(load_file(run_dir.config_file), overrides, registry)

@@ -298,3 +298,16 @@ def test_plain_torchrun_runs_the_same_command(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "(2 processes, gloo)" in done.stderr
     assert state(tmp_path / "runs/run/version_0")["global_step"] == 8  # 64 samples / (2 x 4) per step
+
+
+@pytest.mark.parametrize("args, message", [
+    (("-c", "missing.yaml"), "error: missing.yaml: config file not found"),
+    (("--trainer", "toy", "--set", "distributed.backend=mpi"),
+     "error: defaults: distributed.backend: String should match pattern '^(auto|gloo|nccl)$' (got 'mpi')"),
+    (("--resume", "nowhere"), "error: nowhere: run directory not found"),
+])
+def test_config_mistakes_are_one_line_before_any_process_starts(tmp_path: Path, args, message: str) -> None:
+    done = run_cli("train", *args, "--nproc", "2", cwd=tmp_path, timeout=60)
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines() == [message]  # once, not once per process
+    assert not (tmp_path / "runs").exists()
