@@ -212,16 +212,6 @@ class Run:
         self.dist.close()
 
 
-def load_resume_checkpoint(run_dir: RunDir, checkpoint: str | Path | None = None) -> dict[str, Any]:
-    """The checkpoint to resume from: the newest one that verifies and loads.
-
-    A truncated or corrupt newest checkpoint is skipped with a warning naming it.
-    """
-    if checkpoint is not None:
-        return load_checkpoint(checkpoint)
-    return find_resume_checkpoint(run_dir)[1]
-
-
 def find_resume_checkpoint(run_dir: RunDir) -> tuple[Path, dict[str, Any]]:
     """The newest periodic checkpoint of ``run_dir`` that loads, and its contents (bad ones are skipped)."""
     candidates = list(reversed(run_dir.periodic_checkpoints()))

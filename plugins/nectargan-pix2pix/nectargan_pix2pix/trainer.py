@@ -291,7 +291,7 @@ class Pix2pixTrainer(Trainer):
                     self._optimizer_step(self.opt_d, self.scaler_d, D, self._pending_bad.pop("d", None))
             logs.update(d.logs())
 
-        if self.global_step % optim.g_every == 0:
+        if update_g:
             set_requires_grad(D, False)
             with self.precision.autocast():
                 g = losses.generator_losses(fake_b, real_b, fake_logits=lambda: self.judge(real_a, fake_b))
