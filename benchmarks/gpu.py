@@ -5,7 +5,7 @@ Usage::
     python benchmarks/gpu.py [--json OUT] [--quick]
 
 Sections (each variant runs alternately, step by step, after warm-up; every timed step ends with
-``torch.cuda.synchronize()``; figures are medians):
+``sync()``; figures are medians):
 
 1. the pix2pix step against the reference's ``optimize_parameters`` (fp32, the reference's default
    Adam, which is ``foreach`` on CUDA) at 256x1 and 256x16: ours in fp32, bf16 and fp16 autocast,
@@ -41,6 +41,16 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 RESULTS: dict[str, Any] = {}
+#: "cuda" on a GPU machine; "cpu" for --smoke-cpu (checks this script itself on small sizes, no figures).
+DEV = "cuda"
+SIZE = 256
+BACKEND = "nccl"
+WARMUP = 5
+
+
+def sync() -> None:
+    if DEV == "cuda":
+        torch.cuda.synchronize()
 
 
 def say(section: str, what: str, value: str) -> None:
@@ -64,41 +74,44 @@ def environment() -> dict[str, Any]:
     return env
 
 
-def timed(variants: dict[str, Callable[[int], Any]], repeats: int, warmup: int = 5) -> dict[str, float]:
+def timed(variants: dict[str, Callable[[int], Any]], repeats: int, warmup: int | None = None) -> dict[str, float]:
     """Median seconds per call of each variant; one call each in turn (order rotated), synchronised."""
+    warmup = WARMUP if warmup is None else warmup
     names = list(variants)
     times: dict[str, list[float]] = {n: [] for n in names}
     for r in range(warmup + repeats):
         order = names[r % len(names):] + names[:r % len(names)]
         for n in order:
-            torch.cuda.synchronize()
+            sync()
             t0 = time.perf_counter()
             variants[n](r)
-            torch.cuda.synchronize()
+            sync()
             if r >= warmup:
                 times[n].append(time.perf_counter() - t0)
     return {n: statistics.median(v) for n, v in times.items()}
 
 
 def peak_memory(fn: Callable[[int], Any], steps: int = 3) -> float:
-    torch.cuda.synchronize()
+    if DEV != "cuda":
+        return float("nan")
+    sync()
     torch.cuda.reset_peak_memory_stats()
     for i in range(steps):
         fn(i)
-    torch.cuda.synchronize()
+    sync()
     return torch.cuda.max_memory_allocated() / 2**30
 
 
 def cuda_batches(size: int, batch: int, n: int = 4, seed: int = 1) -> list[dict]:
     g = torch.Generator().manual_seed(seed)
-    return [{"A": (torch.rand(batch, 3, size, size, generator=g) * 2 - 1).cuda(),
-             "B": (torch.rand(batch, 3, size, size, generator=g) * 2 - 1).cuda()} for _ in range(n)]
+    return [{"A": (torch.rand(batch, 3, size, size, generator=g) * 2 - 1).to(DEV),
+             "B": (torch.rand(batch, 3, size, size, generator=g) * 2 - 1).to(DEV)} for _ in range(n)]
 
 
 def reference_step(G: torch.nn.Module, D: torch.nn.Module, opt_g: Any, opt_d: Any) -> Callable[[dict], Any]:
     """The reference's pix2pix optimize_parameters (GANLoss labels are buffers on the device)."""
-    real_label = torch.tensor(1.0, device="cuda")
-    fake_label = torch.tensor(0.0, device="cuda")
+    real_label = torch.tensor(1.0, device=DEV)
+    fake_label = torch.tensor(0.0, device=DEV)
 
     def step(batch: dict) -> Any:
         real_a, real_b = batch["A"], batch["B"]
@@ -133,7 +146,7 @@ def cuda_trainer(size: int, batch: int, **sections: Any) -> Any:
     import run as bench  # benchmarks/run.py: the same trainer set-up as the CPU figures
 
     precision = {"amp": "off", **sections.pop("precision", {})}
-    return bench.make_trainer(size, batch, run={"device": "cuda"}, precision=precision, **sections)
+    return bench.make_trainer(size, batch, run={"device": DEV}, precision=precision, **sections)
 
 
 def bench_steps(sizes: list[tuple[int, int]], repeats: int) -> None:
@@ -145,9 +158,10 @@ def bench_steps(sizes: list[tuple[int, int]], repeats: int) -> None:
         trainers = {
             "ours_fp32": cuda_trainer(size, batch),
             "ours_bf16": cuda_trainer(size, batch, precision={"amp": "bf16"}),
-            "ours_fp16": cuda_trainer(size, batch, precision={"amp": "fp16"}),
             "ours_bf16_cl": cuda_trainer(size, batch, precision={"amp": "bf16", "channels_last": True}),
         }
+        if DEV == "cuda":  # fp16 training needs a GPU (the trainer refuses it on the CPU)
+            trainers["ours_fp16"] = cuda_trainer(size, batch, precision={"amp": "fp16"})
         base = trainers["ours_fp32"]
         G, D = copy.deepcopy(base.generator), copy.deepcopy(base.discriminator)
         ref = reference_step(G, D, reference_adam(G.parameters()), reference_adam(D.parameters()))
@@ -177,11 +191,11 @@ def bench_compile(size: int, batch: int, repeats: int) -> None:
     compiled = cuda_trainer(size, batch, precision={"amp": "bf16", "compile": "default"})
     data = cuda_batches(size, batch)
     step_e, step_c = bench.engine_step(eager), bench.engine_step(compiled)
-    torch.cuda.synchronize()
+    sync()
     t0 = time.perf_counter()
     for i in range(3):  # the first calls compile (G and D, forward and backward)
         step_c(data[i % len(data)], i)
-    torch.cuda.synchronize()
+    sync()
     cold = time.perf_counter() - t0
     med = timed({"eager": lambda i: step_e(data[i % len(data)], i),
                  "compiled": lambda i: step_c(data[i % len(data)], i)}, repeats)
@@ -216,15 +230,15 @@ def bench_parity(size: int, steps: int = 20) -> None:
 
 def bench_inference(repeats: int) -> None:
     print("\n== 4. inference: unet_256 generator alone, eval mode, ms per image ==", flush=True)
-    trainer = cuda_trainer(256, 1)
+    trainer = cuda_trainer(SIZE, 1)
     G = copy.deepcopy(trainer.generator).eval()
     out: dict[str, Any] = {}
     for batch in (1, 16):
-        x = torch.rand(batch, 3, 256, 256, device="cuda") * 2 - 1
+        x = torch.rand(batch, 3, SIZE, SIZE, device=DEV) * 2 - 1
         variants = {}
         for name, dtype in (("fp32", None), ("bf16", torch.bfloat16), ("fp16", torch.float16)):
             def run_one(i: int, dtype: Any = dtype) -> Any:
-                with torch.inference_mode(), torch.autocast("cuda", dtype=dtype or torch.float32,
+                with torch.inference_mode(), torch.autocast(DEV, dtype=dtype or torch.float32,
                                                             enabled=dtype is not None):
                     return G(x)
             variants[name] = run_one
@@ -248,21 +262,27 @@ def cli(*args: str, check: bool = True, timeout: int = 300) -> subprocess.Comple
 
 def bench_cli(tmp: Path) -> None:
     print("\n== 5. the CLI on CUDA: --nproc 1 with NCCL, resume, test, export ==", flush=True)
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix="cli-", dir=tmp))
     data = tmp / "synth"
     results: dict[str, Any] = {}
-    results["synth"] = cli("data", "synth", str(data), "--count", "48", "--size", "256").returncode
-    common = ["--set", f"data.root={data}", "--set", f"run.output_dir={tmp / 'runs'}", "--set", "run.name=gpu",
-              "--set", "run.device=cuda", "--set", "distributed.backend=nccl", "--set", "data.num_workers=4"]
+    count = "48" if DEV == "cuda" else "12"
+    results["synth"] = cli("data", "synth", str(data), "--count", count, "--size", str(SIZE)).returncode
+    small = ["--set", "models.generator.name=unet_128", "--set", "data.load_size=128", "--set", "data.crop_size=128",
+             "--set", "data.num_workers=0"] if DEV == "cpu" else []
+    common = [*small, "--set", f"data.root={data}", "--set", f"run.output_dir={tmp / 'runs'}", "--set", "run.name=gpu",
+              "--set", f"run.device={DEV}", "--set", f"distributed.backend={BACKEND}", "--set", "data.num_workers=4"][: None if DEV == "cuda" else -2]
     t0 = time.perf_counter()
     first = cli("train", "--trainer", "pix2pix", "--nproc", "1", "--set", "loop.epochs=1", *common)
     results["train_nccl_exit"] = first.returncode
     results["train_nccl_s"] = time.perf_counter() - t0
-    run_dir = tmp / "runs" / "gpu" / "version_0"
+    run_dir = next((tmp / "runs" / "gpu").glob("version_*"))
     resumed = cli("train", "--resume", str(run_dir), "--set", "loop.epochs=2")
     results["resume_exit"] = resumed.returncode
     status = json.loads((run_dir / "status.json").read_text()) if (run_dir / "status.json").exists() else {}
     results["status_after_resume"] = status.get("status"), status.get("epoch")
-    results["test_exit"] = cli("test", str(run_dir), "--checkpoint", "latest", "--device", "cuda").returncode
+    results["test_exit"] = cli("test", str(run_dir), "--checkpoint", "latest", "--device", DEV).returncode
     results["export_onnx_exit"] = cli("export", str(run_dir), "--format", "onnx").returncode
     RESULTS["5_cli"] = results
     say("5", "results", json.dumps(results))
@@ -281,7 +301,7 @@ def bench_cyclegan(repeats: int) -> None:
         print("\n== 6. CycleGAN: benchmarks/cyclegan_bench.py not found; skipped ==", flush=True)
         return
     print("\n== 6. CycleGAN step: ours vs the reference (256x1) ==", flush=True)
-    RESULTS["6_cyclegan"] = cyclegan_bench.compare("cuda", repeats, say)
+    RESULTS["6_cyclegan"] = cyclegan_bench.compare(DEV, repeats, say)
 
 
 def main() -> int:
@@ -289,24 +309,32 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
     parser.add_argument("--tmp", type=Path, default=Path("/tmp/nectargan-gpu"))
+    parser.add_argument("--only", default="", help="comma-separated sections to run (default: all)")
+    parser.add_argument("--smoke-cpu", action="store_true", help="check this script on the CPU at 64 px (no figures)")
     args = parser.parse_args()
-    if not torch.cuda.is_available():
+    global DEV, SIZE, BACKEND, WARMUP
+    if args.smoke_cpu:
+        DEV, SIZE, BACKEND, WARMUP = "cpu", 128, "gloo", 1
+    elif not torch.cuda.is_available():
         print("no CUDA device: nothing to measure (this script is for a GPU machine)")
         return 0
     torch.backends.cudnn.benchmark = True
     args.tmp.mkdir(parents=True, exist_ok=True)
-    repeats = 10 if args.quick else 30
-    RESULTS["environment"] = environment()
+    repeats = 2 if args.smoke_cpu else 10 if args.quick else 30
+    RESULTS["environment"] = environment() if DEV == "cuda" else {"device": "cpu (smoke run)"}
     sections = [
-        ("steps", lambda: bench_steps([(256, 1), (256, 16)], repeats)),
-        ("compile", lambda: bench_compile(256, 16, repeats)),
-        ("parity", lambda: bench_parity(256)),
+        ("steps", lambda: bench_steps([(SIZE, 1), (SIZE, 2 if args.smoke_cpu else 16)], repeats)),
+        ("compile", lambda: bench_compile(SIZE, 16, repeats) if DEV == "cuda" else None),
+        ("parity", lambda: bench_parity(SIZE)),
         ("inference", lambda: bench_inference(repeats)),
         ("cyclegan", lambda: bench_cyclegan(repeats)),
         ("cli", lambda: bench_cli(args.tmp)),
     ]
     failed = []
+    wanted = set(filter(None, args.only.split(",")))
     for name, fn in sections:
+        if wanted and name not in wanted:
+            continue
         t0 = time.perf_counter()
         try:
             fn()
