@@ -14,7 +14,7 @@ import struct
 import pytest
 from click.testing import CliRunner
 
-from browser import Page
+from browser import Page, chromium
 from nectargan_core import Run
 from support import ROOT
 from visdom_helpers import VisdomServer
@@ -83,6 +83,7 @@ def live_run(tmp_path_factory):
     """One epoch of a tiny pix2pix run plotted to a real server, which stays up for the page."""
     from nectargan_pix2pix.data_cli import data_group
 
+    chromium()  # skips (or, in CI, fails) before training when there is no browser
     root = tmp_path_factory.mktemp("visdom_page")
     made = CliRunner().invoke(data_group, ["synth", str(root / "data"), "--count", "8", "--size", "32",
                                            "--val", "0.25", "--test", "0"])
@@ -106,9 +107,10 @@ def live_run(tmp_path_factory):
 
 
 @pytest.fixture
-def artefacts(tmp_path_factory, capsys):
-    """A folder for screenshots; its path is printed even when pytest captures output."""
-    folder = tmp_path_factory.mktemp("visdom_page_screenshots", numbered=True)
+def artefacts(live_run, capsys):
+    """Keeps a screenshot in the run's temporary folder and prints where, even when pytest captures output."""
+    folder = live_run[2] / "screenshots"
+    folder.mkdir(exist_ok=True)
 
     def keep(page: Page, name: str) -> None:
         path = page.screenshot(folder / name)
