@@ -17,7 +17,7 @@ from nectargan_models.resnet import (
     build_resnet_6blocks,
     build_resnet_9blocks,
 )
-from nectargan_models.unet import build_unet_256
+from nectargan_models.unet import build_unet_128, build_unet_256
 
 
 def n_params(module: nn.Module) -> int:
@@ -39,6 +39,8 @@ def on_meta(factory, **options) -> nn.Module:
     (build_patchgan, {"conditional": False, "norm": "instance"}, 2_764_737),
     (build_patchgan, {"conditional": False, "norm": "batch"}, 2_765_633),
     (build_unet_256, {"norm": "instance"}, 54_409_603),
+    (build_unet_128, {"norm": "instance"}, 41_825_667),
+    (build_patchgan, {"norm": "instance"}, 2_767_809),
     (build_pixelgan, {}, 9_024),
 ], ids=lambda v: v.__name__ if callable(v) else None)
 def test_reference_parameter_counts(factory, options, count):
