@@ -348,33 +348,27 @@ def _unet_pairs(model: nn.Module, o: Mapping[str, Any]) -> list[Pair]:
 
 
 def _resnet_pairs(model: nn.Module, o: Mapping[str, Any]) -> list[Pair]:
-    """The reference's one Sequential: pad, conv, norm, ReLU; 2 x (conv, norm, ReLU); blocks; 2 x (convT, ...)."""
+    """The reference's one Sequential: pad, then (conv, norm, ReLU) x 3, the blocks, (convT, norm, ReLU) x 2,
+    pad, conv, Tanh. Inside a block: [pad], conv, norm, ReLU, [Dropout], [pad], conv, norm."""
     norm, use_bias = o["norm"], o["norm"] == "instance"
     reference: list[tuple[str, str, bool]] = []
-    index = 0
 
-    def conv_norm(path: str, bias: bool, width: int = 1) -> None:
-        """A conv at ``path`` and its norm right after it (``width``: how far the index moves on)."""
-        nonlocal index
-        reference.append((path.format(index), "conv", bias))
-        if norm != "none":
-            reference.append((path.format(index + 1), "norm", True))
-        index += width
+    def conv_norm(conv: str, after: str, bias: bool) -> None:
+        reference.append((conv, "conv", bias))
+        if norm != "none":  # the reference's Identity keeps the position, without tensors
+            reference.append((after, "norm", True))
 
-    index = 1  # ReflectionPad2d(3)
-    conv_norm("model.{}", use_bias, 3)
-    for _ in range(2):
-        conv_norm("model.{}", use_bias, 3)
-    zero = o["padding"] == "zero"
-    for _ in range(o["n_blocks"]):
-        block, index = index, 0 if zero else 1
-        conv_norm(f"model.{block}.conv_block.{{}}", use_bias, 3 + (o["dropout"] > 0) + (0 if zero else 1))
-        conv_norm(f"model.{block}.conv_block.{{}}", use_bias, 2)
-        index = block + 1
-    for _ in range(2):
-        conv_norm("model.{}", use_bias, 3)
-    index += 1  # ReflectionPad2d(3)
-    reference.append((f"model.{index}", "conv", True))
+    for index in (1, 4, 7):  # c7s1-ngf after the ReflectionPad2d(3), then the two stride-2 convs
+        conv_norm(f"model.{index}", f"model.{index + 1}", use_bias)
+    pad = 0 if o["padding"] == "zero" else 1  # a padding module before each conv of a block
+    second = pad + 3 + (1 if o["dropout"] > 0 else 0) + pad  # after conv, norm, ReLU, [Dropout], [pad]
+    for block in range(10, 10 + o["n_blocks"]):
+        conv_norm(f"model.{block}.conv_block.{pad}", f"model.{block}.conv_block.{pad + 1}", use_bias)
+        conv_norm(f"model.{block}.conv_block.{second}", f"model.{block}.conv_block.{second + 1}", use_bias)
+    up = 10 + o["n_blocks"]
+    for index in (up, up + 3):
+        conv_norm(f"model.{index}", f"model.{index + 1}", use_bias)
+    reference.append((f"model.{up + 7}", "conv", True))  # after the ReflectionPad2d(3) at up + 6
     return _zip(_typed(model, ""), reference, "resnet")
 
 
