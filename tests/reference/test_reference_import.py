@@ -368,3 +368,33 @@ def test_cli_guards(small_file, tmp_path):
     assert not (tmp_path / "y.pt").exists()
     with pytest.raises(ConfigError, match="--arch basic is a discriminator; a generator is needed here"):
         load_generator(source, arch="basic")
+
+
+def test_hand_wrapped_checkpoints_are_one_line_errors(small_file, tmp_path):
+    """The issue's report: reference weights wrapped by hand gave KeyError: 'config' in predict."""
+    reference, source = small_file
+    image = random_png(tmp_path / "a.png", 32, 32)
+    no_config = save_checkpoint({"trainer": "pix2pix", "epoch": 0, "global_step": 0,
+                                 "state": {"generator": reference.state_dict()}}, tmp_path / "wrapped.pt")
+    with pytest.raises(CheckpointError, match="wrapped.pt: the checkpoint has no stored config, so the generator's "
+                                              "architecture is unknown; for reference weights use nectargan models "
+                                              "import FILE --arch NAME"):
+        predict(no_config, [image], tmp_path / "out")
+    imported = import_reference(source, "unet", ["depth=5", "ngf=4", "max_width=32"]).payload
+    wrong_keys = save_checkpoint({**imported, "state": {"generator": reference.state_dict()}}, tmp_path / "keys.pt")
+    with pytest.raises(CheckpointError, match="keys.pt: the generator weights do not fit the architecture in the "
+                                              "stored config \(Error\(s\) in loading state_dict for UNet: "
+                                              "Missing key\(s\)"):
+        predict(wrong_keys, [image], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_set_needs_arch(small_file, tmp_path):
+    from nectargan_pix2pix.commands import predict_command, test_command
+
+    _, source = small_file
+    image = random_png(tmp_path / "a.png", 32, 32)
+    for command, args in ((predict_command, [str(source), str(image), "-o", str(tmp_path / "o")]),
+                          (test_command, [str(source)])):
+        result = CliRunner().invoke(command, [*args, "--set", "norm=batch"])
+        assert result.exit_code == 2 and "--set describes a reference network: use it with --arch" in result.output

@@ -87,6 +87,7 @@ CASES = [
     ("pixel-batch", lambda: define_D(6, 64, "pixel", norm="batch"), "pixelgan", {}, 6, 16),
     ("pixel-instance", lambda: define_D(3, 16, "pixel", norm="instance"),
      "pixelgan", {"ndf": 16, "norm": "instance", "conditional": False}, 3, 16),
+    ("pixel-none", lambda: define_D(6, 16, "pixel", norm="none"), "pixelgan", {"ndf": 16, "norm": "none"}, 6, 16),
 ]
 
 
