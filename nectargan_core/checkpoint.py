@@ -121,7 +121,7 @@ def load_checkpoint(path: str | Path, *, verify: bool = True) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise CheckpointError(
             f"{path}: not a NectarGAN checkpoint (no '{FORMAT}' marker); "
-            "to start from foreign weights, convert them to a state_dict and load them in your trainer"
+            "weights saved by pytorch-CycleGAN-and-pix2pix convert with nectargan models import FILE --arch NAME"
         )
     if data.get("format_version", 0) > FORMAT_VERSION:
         raise CheckpointError(

@@ -24,6 +24,9 @@ InitGain = Annotated[Optional[float], Field(
                       "(null: 0.02 for normal, 1 otherwise)")]
 
 DEPTH_HELP = "Number of downsamplings; inputs must be multiples of 2**depth"
+RESNET_DEPTH_HELP = ("Stride-2 downsamplings before the residual blocks (the reference: 2); "
+                     "inputs must be multiples of 2**depth")
+N_BLOCKS_HELP = "Residual blocks at the bottleneck"
 DROPOUT_LAYERS_HELP = "Decoder layers with dropout, counted outwards from the one after the innermost"
 
 
@@ -118,3 +121,56 @@ class PatchGANOptions(Section):
         if ndf is not None and value < ndf:
             raise ValueError(f"must be at least ndf ({ndf})")
         return value
+
+
+class ResNetOptions(Section):
+    """A ResNet generator: downsampling convs, residual blocks at the bottleneck, upsampling back."""
+
+    in_channels: int = Field(3, ge=1, description="Channels of the input image (A)")
+    out_channels: int = Field(3, ge=1, description="Channels of the generated image (B)")
+    ngf: int = Field(64, ge=1, description="Width of the first conv; doubles per downsampling")
+    depth: int = Field(2, ge=0, description=RESNET_DEPTH_HELP)
+    n_blocks: int = Field(9, ge=0, description=N_BLOCKS_HELP)
+    norm: Literal["batch", "instance", "none"] = Field(
+        "instance", description="Normalisation after each conv but the last (instance: affine-free, as the reference)"
+    )
+    padding: Literal["reflect", "replicate", "zero"] = Field(
+        "reflect", description="Padding of the 3x3 convs inside the residual blocks"
+    )
+    dropout: float = Field(
+        0.0, ge=0, lt=1, description="Dropout probability inside each residual block (0: none; the reference's "
+                                     "use_dropout is 0.5)"
+    )
+    upsample: Literal["transposed", "resize_conv"] = Field(
+        "transposed", description="transposed: ConvTranspose2d 3x3 s2; resize_conv: Upsample + 3x3 conv"
+    )
+    resize_mode: Literal["bilinear", "nearest"] = Field(
+        "bilinear", description="Interpolation of resize_conv upsampling"
+    )
+    init: Init = "normal"
+    init_gain: InitGain = None
+
+
+class ResNet9Options(ResNetOptions):
+    """The reference ``resnet_9blocks`` (CycleGAN's default generator, for 256x256 images)."""
+
+    n_blocks: int = Field(9, ge=0, description=N_BLOCKS_HELP)
+
+
+class ResNet6Options(ResNetOptions):
+    """The reference ``resnet_6blocks`` (CycleGAN's generator for 128x128 images)."""
+
+    n_blocks: int = Field(6, ge=0, description=N_BLOCKS_HELP)
+
+
+class PixelGANOptions(Section):
+    """A PixelGAN discriminator: 1x1 convs, one real/fake logit per pixel."""
+
+    input_channels: int = Field(3, ge=1, description="Channels of the input image A (the condition)")
+    target_channels: int = Field(3, ge=1, description="Channels of the real or generated image B")
+    conditional: bool = Field(True, description="Judge cat(A, B) (pix2pix) instead of B alone")
+    ndf: int = Field(64, ge=1, description="Width of the first conv; the second has 2 * ndf")
+    norm: Literal["batch", "instance", "none"] = Field("batch", description="Normalisation after the second conv")
+    negative_slope: float = Field(0.2, ge=0, description="Slope of the LeakyReLU activations")
+    init: Init = "normal"
+    init_gain: InitGain = None

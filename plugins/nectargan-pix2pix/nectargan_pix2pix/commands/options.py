@@ -42,3 +42,18 @@ def device_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--device", metavar="DEVICE", default="auto", show_default=True, callback=check_device,
                         help="auto, cpu, cuda, cuda:N or mps.")(func)
 
+
+
+def reference_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--arch`` and ``--set``: read TARGET as a pix2pix/CycleGAN reference state dict."""
+    func = click.option("--set", "arch_options", metavar="OPTION=VALUE", multiple=True,
+                        help="With --arch: an architecture option of the reference network, e.g. --set norm=instance "
+                             "(repeatable).")(func)
+    return click.option("--arch", metavar="NAME", default=None,
+                        help="TARGET is a pix2pix/CycleGAN reference state dict (latest_net_G.pth) of this network "
+                             "(unet_256, unet_128, resnet_9blocks, ...), mapped as nectargan models import does.")(func)
+
+
+def check_reference_options(arch: Optional[str], arch_options: tuple[str, ...]) -> None:
+    if arch_options and arch is None:
+        raise click.UsageError("--set describes a reference network: use it with --arch")
