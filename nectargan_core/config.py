@@ -52,6 +52,8 @@ class RunSection(Section):
     deterministic: bool = Field(False, description="Use deterministic algorithms (bit-exact resume on CPU)")
     threads: Optional[int] = Field(None, description="torch intra-op threads (default: torch's choice)", ge=1)
     init_from: Optional[str] = Field(None, description="Checkpoint to take network weights from (fine-tuning)")
+    init_from_strict: bool = Field(
+        True, description="init_from must fit every network exactly; false: load what fits, report what stays random")
 
     @field_validator("device")
     @classmethod

@@ -18,6 +18,9 @@ from .options import all_overrides, config_options
               help="With --resume: resume from this checkpoint instead of the latest.")
 @click.option("--init-from", metavar="CHECKPOINT", default=None, type=click.Path(dir_okay=False),
               help="Start a new run from these network weights (fine-tuning; not a resume).")
+@click.option("--init-from-partial", "init_partial", is_flag=True,
+              help="With --init-from: load what fits and start the rest from its initialisation "
+                   "(run.init_from_strict=false); the report says what stays random.")
 @click.option("--output-dir", metavar="DIR", default=None,
               help="With --resume latest: where to look for runs (default: runs).")
 @click.option("--nproc", type=click.IntRange(min=1), default=None, metavar="N",
@@ -25,7 +28,7 @@ from .options import all_overrides, config_options
 @click.option("--max-restarts", type=click.IntRange(min=0), default=0, show_default=True,
               help="With --nproc: restart the processes this often after a failure (each restart resumes).")
 def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: str | None,
-                  resume: str | None, checkpoint: str | None, init_from: str | None,
+                  resume: str | None, checkpoint: str | None, init_from: str | None, init_partial: bool,
                   output_dir: str | None, nproc: int | None, max_restarts: int) -> None:
     """Train with the trainer named in the config (or --trainer).
 
@@ -39,6 +42,7 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
       nectargan train --resume runs/facades/version_0
       nectargan train --resume latest --set loop.epochs=300
       nectargan train -c finetune.yaml --init-from runs/base/version_0/checkpoints/best.pt
+      nectargan train -c finetune.yaml --init-from generator_only.pt --init-from-partial
       nectargan train -c run.yaml --nproc 2
     """
     from ..run import Run
@@ -48,8 +52,12 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
         raise ConfigError("--checkpoint needs --resume RUN_DIR")
     if resume is not None and init_from is not None:
         raise ConfigError("--init-from starts a new run from weights; --resume continues one: use one of them")
+    if init_partial and init_from is None:
+        raise ConfigError("--init-from-partial needs --init-from CHECKPOINT")
     if resume is not None and config_file is not None:
         raise ConfigError("--resume uses the run's own config.yaml; drop -c/--config (use --set to change values)")
+    if init_partial:
+        overrides = (*overrides, "run.init_from_strict=false")
     if nproc is not None:
         from ..launch import launch
 
