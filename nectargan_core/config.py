@@ -452,12 +452,14 @@ def dump_yaml(data: Mapping[str, Any]) -> str:
     return yaml.safe_dump(dict(data), sort_keys=False, default_flow_style=False)
 
 
-def starter_yaml(model: type[BaseModel]) -> str:
-    """A commented YAML file listing every key with its default and description."""
-    lines = ["# NectarGAN run config. Every key is optional; shown values are the defaults.",
-             "# Validate with: nectargan config validate FILE", ""]
-    defaults = model().model_dump(mode="json") if _constructible(model) else {}
-    _emit(model, defaults, lines, indent=0)
+def starter_yaml(model: type[BaseModel], values: Mapping[str, Any] | None = None,
+                 title: list[str] | None = None) -> str:
+    """A commented YAML file listing every key with its description, and its default (or its value in ``values``)."""
+    lines = [*(title or ["# NectarGAN run config. Every key is optional; shown values are the defaults.",
+                         "# Validate with: nectargan config validate FILE"]), ""]
+    if values is None:
+        values = model().model_dump(mode="json") if _constructible(model) else {}
+    _emit(model, values, lines, indent=0)
     return "\n".join(lines) + "\n"
 
 

@@ -7,7 +7,7 @@ import sys
 import click
 
 from ..errors import ConfigError
-from .options import all_overrides, config_options
+from .options import all_overrides, config_options, config_source
 
 
 @click.command("train")
@@ -27,7 +27,7 @@ from .options import all_overrides, config_options
               help="Train data-parallel in N processes on this machine (through torchrun's agent).")
 @click.option("--max-restarts", type=click.IntRange(min=0), default=0, show_default=True,
               help="With --nproc: restart the processes this often after a failure (each restart resumes).")
-def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: str | None,
+def train_command(config_file: str | None, preset: str | None, overrides: tuple[str, ...], trainer: str | None,
                   resume: str | None, checkpoint: str | None, init_from: str | None, init_partial: bool,
                   output_dir: str | None, nproc: int | None, max_restarts: int) -> None:
     """Train with the trainer named in the config (or --trainer).
@@ -39,6 +39,7 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
     Examples:
       nectargan train -c run.yaml
       nectargan train -c run.yaml --set loop.epochs=2 --set run.device=cpu
+      nectargan train --preset pix2pix-reference --set data.root=datasets/facades
       nectargan train --resume runs/facades/version_0
       nectargan train --resume latest --set loop.epochs=300
       nectargan train -c finetune.yaml --init-from runs/base/version_0/checkpoints/best.pt
@@ -54,16 +55,19 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
         raise ConfigError("--init-from starts a new run from weights; --resume continues one: use one of them")
     if init_partial and init_from is None:
         raise ConfigError("--init-from-partial needs --init-from CHECKPOINT")
-    if resume is not None and config_file is not None:
-        raise ConfigError("--resume uses the run's own config.yaml; drop -c/--config (use --set to change values)")
+    if resume is not None and (config_file is not None or preset is not None):
+        raise ConfigError("--resume uses the run's own config.yaml; drop -c/--config and --preset "
+                          "(use --set to change values)")
     if init_partial:
         overrides = (*overrides, "run.init_from_strict=false")
     if nproc is not None:
         from ..launch import launch
 
         # A config mistake is one line from here, before N processes would each report it.
-        _check_config(config_file, all_overrides(overrides, trainer), resume, init_from, output_dir)
-        args = [*(["-c", config_file] if config_file else []), *(a for o in overrides for a in ("--set", o)),
+        _check_config(config_source(config_file, preset), all_overrides(overrides, trainer), resume, init_from,
+                      output_dir)
+        args = [*(["-c", config_file] if config_file else []), *(["--preset", preset] if preset else []),
+                *(a for o in overrides for a in ("--set", o)),
                 *(["--trainer", trainer] if trainer else []), *(["--resume", resume] if resume else []),
                 *(["--checkpoint", checkpoint] if checkpoint else []),
                 *(["--init-from", init_from] if init_from else []),
@@ -79,7 +83,7 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
             click.echo(f"resuming {run.dir} at epoch {run.trainer.epochs_done}, step {run.trainer.global_step}"
                        + _processes(run), err=True)
     else:
-        run = Run.create(config_file, overrides=all_overrides(overrides, trainer))
+        run = Run.create(config_source(config_file, preset), overrides=all_overrides(overrides, trainer))
         say = run.trainer.is_main
         if say:
             click.echo(f"run directory: {run.dir}" + _processes(run), err=True)
@@ -105,7 +109,7 @@ def _processes(run: object) -> str:
     return f" ({dist.world_size} processes, {dist.backend})" if dist.enabled else ""
 
 
-def _check_config(config_file: str | None, overrides: list[str], resume: str | None,
+def _check_config(config_file: str | dict | None, overrides: list[str], resume: str | None,
                   init_from: str | None, output_dir: str | None) -> None:
     """Validate the config a launch would train with (torch-free), raising the same one-line errors."""
     from ..config import load_config, load_file
