@@ -39,7 +39,7 @@ trainer object's own kit.
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 import torch
 
@@ -52,20 +52,59 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class Step:
-    """The batch being trained: its accumulation group and, under ``skip``, its non-finite flags."""
+    """One training batch, as a context: ``with self.kit.step(batch_idx) as step:`` around ``train_step``'s body.
 
-    def __init__(self, group: AccumulationGroup, skip: bool) -> None:
+    Entering it: while the batch is not the last of its accumulation group,
+    the DDP wrappers among the updates' networks stop synchronising gradients
+    (``no_sync``); under ``loop.nonfinite: skip`` the networks' buffers
+    (BatchNorm statistics) are saved. Leaving it: on a group's last batch, an
+    update that has gradients of the group but was not entered in this batch
+    steps; under ``skip``, when a loss of the batch was not finite in any
+    process, the buffers are restored.
+    """
+
+    def __init__(self, kit: "TrainerKit", group: AccumulationGroup, skip: bool) -> None:
+        self.kit = kit
         #: This batch's place in its accumulation group (``group.last``: the optimizers step).
         self.group = group
         #: Whether ``loop.nonfinite`` is ``skip``: losses are flagged and a bad batch is undone.
         self.skip = skip
         #: Device flags of this batch's losses (under ``skip``).
         self.flags: list[torch.Tensor] = []
+        self._saved: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._stack = contextlib.ExitStack()
 
     @property
     def last(self) -> bool:
         """Whether this batch ends its accumulation group (the optimizers step after it)."""
         return self.group.last
+
+    def __enter__(self) -> "Step":
+        kit = self.kit
+        if kit._step is not None:
+            raise RuntimeError("TrainerKit.step: steps do not nest")
+        if self.skip:
+            self._saved = [(b, b.clone()) for b in kit._buffers()]
+        if not self.group.last:
+            for wrapper in kit._wrappers():
+                self._stack.enter_context(wrapper.no_sync())
+        kit._step = self
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        kit = self.kit
+        try:
+            if exc_type is None and self.group.last:
+                for update in kit.updates:
+                    if update.pending:
+                        update.step()
+        finally:
+            kit._step = None
+            self._stack.close()
+        if exc_type is None and self.flags:
+            bad = kit._bound("end a step").dist.any_on_device(torch.stack(self.flags).any())
+            for buffer, copy in self._saved:
+                buffer.copy_(torch.where(bad, copy, buffer))
 
 
 class TrainerKit:
@@ -136,44 +175,16 @@ class TrainerKit:
         update = Update(self, nets, optimizer, scaler=scaler, scheduler=scheduler, clip=clip)
         self.updates.append(update)
         self._params = self._ddp = None
+        for other in self.updates:
+            other._others = None
         return update
 
     # -- the step -------------------------------------------------------------
-    @contextlib.contextmanager
-    def step(self, batch_idx: int) -> Iterator[Step]:
-        """The context of one training batch: put the whole ``train_step`` body in it.
-
-        Inside it: while the batch is not the last of its accumulation group,
-        the DDP wrappers among the updates' networks do not synchronise
-        gradients (``no_sync``). Under ``loop.nonfinite: skip`` the networks'
-        buffers (BatchNorm statistics) are saved first and restored at the end
-        when a loss of the batch was not finite (in any process). An update
-        with gradients of the group that was not entered on the group's last
-        batch steps at the end.
-        """
+    def step(self, batch_idx: int) -> Step:
+        """The context of training batch ``batch_idx`` (the hook's argument): see :class:`Step`."""
         trainer = self._bound("start a step")
-        if self._step is not None:
-            raise RuntimeError("TrainerKit.step: steps do not nest")
         group = AccumulationGroup.of(batch_idx, self._accumulate, trainer.num_batches())
-        step = Step(group, skip=trainer.config.loop.nonfinite == "skip")
-        saved = [(b, b.clone()) for b in self._buffers()] if step.skip else []
-        with contextlib.ExitStack() as stack:
-            if not group.last:
-                for wrapper in self._wrappers():
-                    stack.enter_context(wrapper.no_sync())
-            self._step = step
-            try:
-                yield step
-                if group.last:
-                    for update in self.updates:
-                        if update.pending:
-                            update.step()
-            finally:
-                self._step = None
-        if step.flags:
-            bad = trainer.dist.any_on_device(torch.stack(step.flags).any())
-            for buffer, copy in saved:
-                buffer.copy_(torch.where(bad, copy, buffer))
+        return Step(self, group, skip=trainer.config.loop.nonfinite == "skip")
 
     # -- internals ------------------------------------------------------------
     def _bound(self, what: str) -> "Trainer":

@@ -121,6 +121,7 @@ class Update:
         self.pending = False
         #: Under ``loop.nonfinite: skip``: a device flag, set when a loss of the pending gradients was not finite.
         self._bad: torch.Tensor | None = None
+        self._others: list[torch.nn.Parameter] | None = None
         self._frozen: list[tuple[torch.nn.Parameter, bool]] = []
         self._entered_in: object = None
 
@@ -138,8 +139,10 @@ class Update:
             raise RuntimeError(f"{self!r}: entered twice in one step; put all of its losses in one `with` block "
                                "(its optimizer steps when the block ends)")
         self._entered_in = step
-        own = {id(p) for p in self.parameters}
-        self._frozen = [(p, p.requires_grad) for p in self.kit._parameters() if id(p) not in own]
+        if self._others is None:  # every other network's parameters (not shared with this update)
+            own = {id(p) for p in self.parameters}
+            self._others = [p for p in self.kit._parameters() if id(p) not in own]
+        self._frozen = [(p, p.requires_grad) for p in self._others]
         for param, _ in self._frozen:
             param.requires_grad_(False)
         self.kit._active = self
