@@ -77,7 +77,8 @@ class LoopSection(Section):
     val_every_steps: Optional[int] = Field(None, description="Also validate every N steps", gt=0)
     nonfinite: str = Field(
         "stop", pattern="^(stop|skip)$",
-        description="On a NaN/Inf loss: stop (fail the run) or skip (trainers that leave such updates out keep going)",
+        description="On a NaN/Inf loss: stop (fail the run) or skip (go on, leaving such updates out; only for "
+                    "trainers that declare the nonfinite_skip capability, e.g. those on the TrainerKit)",
     )
 
 
