@@ -200,6 +200,25 @@ def test_misuse_is_a_clear_error(host, tmp_path):
         KitGanTrainer.kit.update(torch.nn.Linear(1, 1), trainer.opt_d)
 
 
+def test_an_update_not_entered_on_the_group_s_last_batch_steps_when_the_step_ends(host, tmp_path):
+    """A D:G ratio with accumulation: G has gradients from the group's first batch only; it still steps."""
+    trainer = Run.create(kitgan_config(tmp_path, accumulate=2), host=host).trainer
+    trainer.prepare()
+    G, D, z, x = trainer.generator, trainer.discriminator, trainer.z[:2], trainer.x[:2]
+    with trainer.kit.step(0) as step:
+        assert not step.last
+        with trainer.update_g:
+            trainer.update_g.backward(torch.nn.functional.l1_loss(G(z), x))
+    assert trainer.update_g.pending and trainer.opt_g.state_dict()["state"] == {}
+    with trainer.kit.step(1) as step:
+        assert step.last
+        with trainer.update_d:
+            trainer.update_d.backward(D(x).mean())
+        assert trainer.update_g.pending  # not yet: at the end of the step
+    assert not trainer.update_g.pending and int(trainer.opt_g.state_dict()["state"][0]["step"]) == 1
+    assert all(p.grad is None for p in G.parameters())
+
+
 # -- schedulers -----------------------------------------------------------------------------------
 def test_a_step_unit_scheduler_steps_with_each_optimizer_step(host, tmp_path):
     run = Run.create(kitgan_config(tmp_path, samples=5, batch_size=1, accumulate=2, lr_decay=0.5), host=host).fit()
