@@ -269,6 +269,7 @@ main()
 """
 
 
+@pytest.mark.slow
 def test_an_option_the_trainer_cannot_honour_is_refused_at_config_time(site, tmp_path):
     env = {"PYTHONPATH": str(site)}
     config = write_config(tmp_path, "plain", "skip")

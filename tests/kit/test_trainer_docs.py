@@ -145,6 +145,7 @@ def guide_commands() -> list[list[str]]:
     return [line.split("#")[0].split()[1:] for line in section.splitlines() if line.startswith("nectargan ")]
 
 
+@pytest.mark.slow
 def test_the_guide_s_ring_trainer_installs_trains_with_the_kit_and_resumes(ring_site, tmp_path):
     env = {"PYTHONPATH": str(ring_site)}
     listed, train, resume, distributed = guide_commands()
