@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from .capabilities import check_capabilities
 from .errors import ConfigError, PluginError
 from .registry import Registry
 
@@ -78,7 +79,8 @@ class LoopSection(Section):
     val_every_steps: Optional[int] = Field(None, description="Also validate every N steps", gt=0)
     nonfinite: str = Field(
         "stop", pattern="^(stop|skip)$",
-        description="On a NaN/Inf loss: stop (fail the run) or skip (trainers that leave such updates out keep going)",
+        description="On a NaN/Inf loss: stop (fail the run) or skip (go on, leaving such updates out; only for "
+                    "trainers that declare the nonfinite_skip capability, e.g. those on the TrainerKit)",
     )
 
 
@@ -281,9 +283,11 @@ def validate_config(
     absent = {name: {} for name, info in model.model_fields.items()
               if name not in data and isinstance(info.annotation, type) and issubclass(info.annotation, Section)}
     try:
-        return model.model_validate({**absent, **data}, context={"registry": registry})
+        config = model.model_validate({**absent, **data}, context={"registry": registry})
     except ValidationError as exc:
         raise ConfigError("\n".join(f"{source}: {line}" for line in describe_errors(exc, model))) from None
+    check_capabilities(config, registry, source)  # e.g. loop.nonfinite: skip needs a trainer that can skip
+    return config
 
 
 def describe_errors(exc: ValidationError, model: type[BaseModel], prefix: str = "") -> list[str]:

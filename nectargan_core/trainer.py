@@ -40,6 +40,10 @@ class Trainer:
     #: the val split, and returns the metrics of the whole split (reduced across processes);
     #: False when rank 0 validates alone and the others receive its results.
     distributed_validation: ClassVar[bool] = False
+    #: Core options this trainer implements in its step (see ``nectargan_core.capabilities``), e.g.
+    #: ``"nonfinite_skip"`` for ``loop.nonfinite: skip``; a config asking for one it lacks is refused.
+    #: Declaring ``kit = TrainerKit()`` in the class body adds the kit's.
+    capabilities: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(
         self,
