@@ -98,6 +98,10 @@ class Pix2pixTrainer(Trainer):
     """Paired image-to-image translation with a conditional GAN (Isola et al., 2017)."""
 
     options = Pix2pixOptions
+    #: What ``nectargan export --format reference`` writes: the reference's network name -> (tracked network,
+    #: config key of its model); and the reference's ``--model`` that loads them.
+    reference_networks = {"G": ("generator", "models.generator")}
+    reference_model = "pix2pix"
     #: Every process validates its share of the val split; the sums are reduced.
     distributed_validation = True
     #: The two updates' mechanics (and with them ``loop.nonfinite: skip``).
