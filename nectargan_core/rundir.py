@@ -24,6 +24,7 @@ from typing import Any, Iterator
 
 from .atomic import atomic_write_text, remove_stale_temps
 from .errors import RunDirError
+from .text import printable
 
 VERSION_PATTERN = re.compile(r"^version_(\d+)$")
 CHECKPOINT_PATTERN = re.compile(r"^epoch(\d+)-step(\d+)\.pt$")
@@ -148,7 +149,7 @@ class RunDir:
         """
         removed = [p for folder in (self.path, self.checkpoints, self.examples) for p in remove_stale_temps(folder)]
         if removed:
-            names = ", ".join(str(p.relative_to(self.path)) for p in removed)
+            names = ", ".join(printable(p.relative_to(self.path)) for p in removed)
             print(f"removed {len(removed)} temp file(s) left by an interrupted write: {names}", file=sys.stderr)
         return removed
 
