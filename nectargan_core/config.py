@@ -36,6 +36,7 @@ from .errors import ConfigError, PluginError
 from .limits import MAX_CONFIG_BYTES, MAX_INT, MIN_INT, Seed, Threads, check_data, check_name
 from .registry import Registry
 from .strict_yaml import dump_yaml_text, load_yaml
+from .text import printable
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".toml", ".json")
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
@@ -148,11 +149,8 @@ class CoreConfig(Section):
 
     @field_validator("visualizers", "callbacks", mode="before")
     @classmethod
-    def _list_to_dict(cls, value: Any, info: ValidationInfo) -> Any:
-        if value is None:  # an empty 'visualizers:' would silently turn the console off
-            default = "[console]" if info.field_name == "visualizers" else "none"
-            raise ValueError(f"must not be null: write [] for none, or remove the key for the default ({default})")
-        return names_to_dict(value)
+    def _list_to_dict(cls, value: Any) -> Any:
+        return names_to_dict(value)  # null never gets here: Section refuses it (no silent 'no console')
 
     @field_validator("visualizers", "callbacks")
     @classmethod
@@ -192,13 +190,7 @@ def refuse_coercion(field: Any, value: Any) -> Any:
     """
     annotation = field.annotation
     if value is None and not _accepts_none(annotation):
-        if field.default_factory is not None:
-            hint = "remove the key to use its defaults"
-        elif field.default is not PydanticUndefined:
-            hint = f"remove the key to use the default ({json.dumps(field.default, default=str)})"
-        else:
-            hint = "this key needs a value"
-        raise ValueError(f"must not be null; {hint}")
+        raise ValueError(f"must not be null; {_null_hint(field)}")
     where = _boolean_as_number(annotation, value)
     if where is not None:
         raise ValueError(f"{where}a boolean where a number is expected (got {json.dumps(_first_bool(value))}); "
@@ -216,6 +208,22 @@ def _at_key(key: str, check: Any, *args: Any) -> None:
         check(*args)
     except ValueError as exc:
         raise PydanticCustomError(KEYED_ERROR, "{key}: {message}", {"key": key, "message": str(exc)}) from None
+
+
+def _null_hint(field: Any) -> str:
+    """What to write instead of null: remove the key for its default (shown), or an empty collection."""
+    if field.default_factory is None and field.default is PydanticUndefined:
+        return "this key needs a value"
+    try:
+        default = field.get_default(call_default_factory=True)
+    except TypeError:  # a factory that needs the other values
+        return "remove the key to use its default"
+    if isinstance(default, BaseModel):
+        return "remove the key to use its defaults"
+    hint = f"remove the key to use the default ({json.dumps(default, default=str)})"
+    if isinstance(default, (list, dict)) and default:
+        hint += ", or write [] for none"
+    return hint
 
 
 def within_int64(value: Any) -> Any:
@@ -456,6 +464,10 @@ def describe_errors(exc: ValidationError, model: type[BaseModel], prefix: str = 
             message = f"unknown key; {hint}allowed keys: {', '.join(allowed)}"
         elif error["type"] == "missing":
             message = "this key is required"
+        elif error["type"] == "int_parsing_size":
+            message = f"too large: config integers fit 64 bits (at most {MAX_INT})"
+            shown = repr(error["input"])
+            message += f" (got {shown if len(shown) <= 30 else shown[:27] + '...'})"
         elif "input" in error and error["type"] not in {"value_error", "assertion_error", KEYED_ERROR}:
             shown = repr(error["input"])
             message = f"{message} (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
@@ -497,29 +509,30 @@ def load_file(path: str | Path) -> dict[str, Any]:
     data = parse_file(path)
     problem = check_data(data)
     if problem is not None:
-        raise ConfigError(f"{path}: {problem}")
+        raise ConfigError(f"{printable(path)}: {problem}")
     return data
 
 
 def parse_file(path: str | Path) -> dict[str, Any]:
     """:func:`load_file` without the checks of the text inside (for reading what is on disk, e.g. ``nectargan runs``)."""
     path = Path(path)
+    shown = printable(path)  # messages are one line each, whatever the file name holds
     if path.suffix.lower() not in CONFIG_SUFFIXES:
-        raise ConfigError(f"{path}: unsupported config format '{path.suffix}'; use .yaml, .yml, .toml or .json")
+        raise ConfigError(f"{shown}: unsupported config format '{printable(path.suffix)}'; use .yaml, .yml, .toml or .json")
     try:
         with path.open("rb") as stream:
             raw = stream.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
+        raise ConfigError(f"{shown}: config file not found") from None
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config file: {exc.strerror or exc}") from None
+        raise ConfigError(f"{shown}: cannot read config file: {exc.strerror or exc}") from None
     if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: config file larger than {MAX_CONFIG_BYTES // 1024} KiB; a config is a few "
+        raise ConfigError(f"{shown}: config file larger than {MAX_CONFIG_BYTES // 1024} KiB; a config is a few "
                           "kilobytes of settings (is this the right file?)")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: cannot read config file: not UTF-8 text (byte {exc.start})") from None
+        raise ConfigError(f"{shown}: cannot read config file: not UTF-8 text (byte {exc.start})") from None
     suffix = path.suffix.lower()
     try:
         if suffix == ".json":
@@ -534,22 +547,22 @@ def parse_file(path: str | Path) -> dict[str, Any]:
         else:
             data = load_yaml(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+        raise ConfigError(f"{shown}:{exc.lineno}: invalid JSON: {exc.msg}") from None
     except DuplicateKeyError as exc:
-        raise ConfigError(f"{path}: invalid JSON: {exc}") from None
+        raise ConfigError(f"{shown}: invalid JSON: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        where = f"{shown}:{mark.line + 1}" if mark is not None else shown
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{where}: invalid YAML: {problem}") from None
     except RecursionError:  # the JSON and TOML parsers recurse once per level
-        raise ConfigError(f"{path}: nested deeper than the parser can follow; a config nests a few levels") from None
+        raise ConfigError(f"{shown}: nested deeper than the parser can follow; a config nests a few levels") from None
     except ValueError as exc:  # tomllib.TOMLDecodeError
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        raise ConfigError(f"{shown}: invalid TOML: {exc}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of sections, got {type(data).__name__}")
+        raise ConfigError(f"{shown}: the top level must be a mapping of sections, got {type(data).__name__}")
     return data
 
 
@@ -633,7 +646,7 @@ def load_config(
         label = "defaults"
     else:
         data = load_file(source)
-        label = str(source)
+        label = printable(source)
     problem = check_data(data)
     if problem is not None:  # before the overrides copy it: nothing deep or huge is walked twice
         raise ConfigError(f"{label}: {problem}")

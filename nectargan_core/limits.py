@@ -21,7 +21,7 @@ from typing import Annotated, Any, Callable, Iterator, Optional, Union
 import click
 from pydantic import AfterValidator, Field
 
-from .text import describe_char, unsafe_char
+from .text import describe_char, printable, unsafe_char
 
 #: Largest config file read (bytes). Real configs are a few kilobytes.
 MAX_CONFIG_BYTES = 1 << 20
@@ -44,12 +44,15 @@ MAX_SEED = 2**32 - 1
 MIN_INT, MAX_INT = -(2**63), 2**63 - 1
 #: Longest wait any option may ask for (seconds): one day.
 MAX_SECONDS = 86_400.0
+#: Largest batch: torch builds a list of batch-size entries per batch, and no device holds more images at once.
+MAX_BATCH = 65_536
 #: Processes and threads per CPU that ``data.num_workers``, ``run.threads`` and ``--nproc`` may use.
 PROCESSES_PER_CPU = 4
 
 SEED_WHY = "NumPy seeds are 32-bit, and the seeds derived from it must stay within torch's 64-bit range"
 IMAGE_WHY = (f"the largest image side NectarGAN handles; Pillow refuses images over 89.5 megapixels "
              f"({MAX_IMAGE_SIDE}x{MAX_IMAGE_SIDE} is 67)")
+BATCH_WHY = "larger batches only allocate (torch builds a list of batch-size entries per batch)"
 SECONDS_WHY = "a wait longer than a day is a mistake, and longer timeouts overflow the operating system's"
 
 
@@ -94,6 +97,8 @@ Seed = Annotated[int, Field(ge=0, json_schema_extra={"maximum": MAX_SEED}), at_m
 #: A side of an image in pixels (resize and crop sizes).
 ImageSide = Annotated[int, Field(ge=1, json_schema_extra={"maximum": MAX_IMAGE_SIDE}),
                       at_most(MAX_IMAGE_SIDE, IMAGE_WHY)]
+#: Images per batch.
+Batch = Annotated[int, Field(ge=1, json_schema_extra={"maximum": MAX_BATCH}), at_most(MAX_BATCH, BATCH_WHY)]
 #: DataLoader worker processes (0: load in the main process).
 Workers = Annotated[int, Field(ge=0), at_most(process_limit, processes_why)]
 #: Threads of one process.
@@ -147,13 +152,16 @@ def check_data(data: Any) -> Optional[str]:
 
 
 def _walk(data: Any) -> Iterator[tuple[str, int, Any, Any]]:
-    """``(path, depth, key, value)`` for every value; depth counts the mappings and lists around it."""
+    """``(path, depth, key, value)`` for every value; depth counts the mappings and lists around it.
+
+    The path shows keys escaped (:func:`~nectargan_core.text.printable`): it goes into one-line messages.
+    """
     stack: list[tuple[str, int, Any, Any]] = [("", 0, None, data)]
     while stack:
         path, depth, key, value = stack.pop()
         yield path, depth, key, value
         if isinstance(value, dict):
-            items = [(f"{path}.{k}" if path else str(k), k, v) for k, v in value.items()]
+            items = [(f"{path}.{printable(k)}" if path else printable(k), k, v) for k, v in value.items()]
         elif isinstance(value, (list, tuple)):
             items = [(f"{path}[{i}]", None, v) for i, v in enumerate(value)]
         else:
@@ -204,6 +212,8 @@ class BoundedInt(click.ParamType):
 IMAGE_SIDE_OPTION = BoundedInt(1, MAX_IMAGE_SIDE, IMAGE_WHY)
 #: ``--nproc``-like options: processes on this machine.
 PROCESSES_OPTION = BoundedInt(1, process_limit, processes_why)
+#: ``--batch-size``-like options.
+BATCH_OPTION = BoundedInt(1, MAX_BATCH, BATCH_WHY)
 #: ``--seed``-like options.
 SEED_OPTION = BoundedInt(0, MAX_SEED, SEED_WHY)
 #: ``--smooth``: a moving-average window in logging intervals.

@@ -22,6 +22,7 @@ from yaml.events import MappingStartEvent, SequenceStartEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .limits import MAX_DEPTH, MAX_VALUES
+from .text import printable
 
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -80,7 +81,7 @@ class StrictLoader(yaml.SafeLoader):
                         children.append((value_node, path))
                         continue
                     key = self.construct_object(key_node)
-                    shown = f"{path}.{key}" if path else str(key)
+                    shown = f"{path}.{printable(key)}" if path else printable(key)
                     line = key_node.start_mark.line + 1
                     if key in first_line:
                         raise StrictYAMLError(

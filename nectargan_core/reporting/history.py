@@ -36,6 +36,17 @@ def to_float(value: Any) -> float:
         return math.nan
 
 
+def as_int(value: Any, default: int = 0) -> int:
+    """An integer from a status file or metrics record (any JSON value), else ``default``."""
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return default
+
+
 def section(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     """``record[key]`` if it is a mapping, else empty: a log written by another tool may hold anything."""
     value = record.get(key)

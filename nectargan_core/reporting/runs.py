@@ -10,7 +10,7 @@ from ..atomic import pid_alive
 from ..config import parse_file
 from ..errors import ConfigError, RunDirError
 from ..rundir import VERSION_PATTERN, RunDir, iter_runs
-from .history import History
+from .history import History, as_int
 
 
 def read_config(run: RunDir) -> dict[str, Any]:
@@ -23,17 +23,6 @@ def read_config(run: RunDir) -> dict[str, Any]:
         return parse_file(run.config_file)
     except ConfigError as exc:
         raise RunDirError(f"cannot read the run's config: {exc}") from None
-
-
-def as_int(value: Any, default: int = 0) -> int:
-    """An integer from a status file or metrics record (any JSON value), else ``default``."""
-    if isinstance(value, bool):
-        return default
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return default
 
 
 def as_text(value: Any) -> str | None:
