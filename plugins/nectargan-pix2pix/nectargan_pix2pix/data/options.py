@@ -13,7 +13,7 @@ from pydantic import AfterValidator, Field, ValidationError, ValidationInfo, fie
 
 from nectargan_core.config import Section, describe_errors, plain_name
 from nectargan_core.errors import ConfigError
-from nectargan_core.limits import MAX_IMAGE_SIDE, ImageSide, Workers, at_most
+from nectargan_core.limits import MAX_IMAGE_SIDE, Batch, ImageSide, Workers, at_most
 
 Split = Literal["train", "val", "test"]
 Channels = Literal[1, 3, 4]
@@ -172,7 +172,7 @@ class EvalSplitOptions(Section):
     """How a validation or test split is read: never augmented, never shuffled."""
 
     folder: str = Field(..., min_length=1, description="Sub-folder of root that holds this split")
-    batch_size: int = Field(1, ge=1, description="Batch size")
+    batch_size: Batch = Field(1, description="Batch size")
     preprocess: Literal["center_crop", "resize", "none"] = Field(
         "center_crop",
         description="center_crop: resize to load_size, then the centre crop_size square; "
@@ -220,7 +220,7 @@ class PairedDataOptions(Section):
     verify: Literal["header", "full", "none"] = Field(
         "header", description="Checks at start: header reads every image header; full decodes every image",
     )
-    batch_size: int = Field(1, ge=1, description="Training batch size")
+    batch_size: Batch = Field(1, description="Training batch size")
     shuffle: bool = Field(True, description="Shuffle training pairs, by run.seed and epoch")
     drop_last: bool = Field(False, description="Drop the last incomplete training batch")
     num_workers: Workers = Field(2, description="DataLoader worker processes (0: load in the main process; "
