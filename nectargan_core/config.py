@@ -228,16 +228,16 @@ def _null_hint(field: Any) -> str:
 
 def within_int64(value: Any) -> Any:
     """``value`` if every integer in it fits a signed 64-bit integer (torch, NumPy and JSON readers need it)."""
-    stack = [value]
+    stack: list[tuple[str, Any]] = [("", value)]
     while stack:
-        item = stack.pop()
+        where, item = stack.pop()
         if isinstance(item, int) and not isinstance(item, bool) and not MIN_INT <= item <= MAX_INT:
-            shown = str(item) if len(str(item)) <= 30 else f"{str(item)[:12]}...({len(str(item))} digits)"
-            raise ValueError(f"{shown} does not fit a 64-bit integer (at most {MAX_INT})")
+            shown = str(item) if item.bit_length() <= 96 else f"a number of about {int(item.bit_length() * 0.30103)} digits"
+            raise ValueError(f"{where}{shown} does not fit a 64-bit integer (at most {MAX_INT})")
         if isinstance(item, (list, tuple)):
-            stack.extend(item)
+            stack.extend((f"{where}item {i + 1}: ", child) for i, child in enumerate(item))
         elif isinstance(item, dict):
-            stack.extend(item.values())
+            stack.extend((f"{where}{printable(key)}: ", child) for key, child in item.items())
     return value
 
 
@@ -557,8 +557,10 @@ def parse_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{where}: invalid YAML: {problem}") from None
     except RecursionError:  # the JSON and TOML parsers recurse once per level
         raise ConfigError(f"{shown}: nested deeper than the parser can follow; a config nests a few levels") from None
-    except ValueError as exc:  # tomllib.TOMLDecodeError
-        raise ConfigError(f"{shown}: invalid TOML: {exc}") from None
+    except ValueError as exc:  # tomllib.TOMLDecodeError; an integer of more than 4300 digits in any format
+        kind = {".json": "JSON", ".toml": "TOML"}.get(suffix, "YAML")
+        problem = "a number has more than 4300 digits" if "4300 digits" in str(exc) else str(exc)[:200]
+        raise ConfigError(f"{shown}: invalid {kind}: {problem}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

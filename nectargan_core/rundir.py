@@ -95,10 +95,10 @@ class RunDir:
         """An existing run directory, or a one-line error saying what is wrong."""
         path = Path(path)
         if not path.is_dir():
-            raise RunDirError(f"{path}: run directory not found")
+            raise RunDirError(f"{printable(path)}: run directory not found")
         run = cls(path)
         if not run.config_file.is_file():
-            raise RunDirError(f"{path}: not a NectarGAN run directory (no config.yaml)")
+            raise RunDirError(f"{printable(path)}: not a NectarGAN run directory (no config.yaml)")
         return run
 
     # -- status ------------------------------------------------------------

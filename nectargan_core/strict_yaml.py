@@ -160,7 +160,9 @@ def _construct_int(loader: StrictLoader, node: ScalarNode) -> int:
     try:
         return int(text)  # "010" is 10, as in YAML 1.2
     except ValueError:
-        raise StrictYAMLError(problem=f"{text!r} is not an integer", problem_mark=node.start_mark) from None
+        shown = text if len(text) <= 30 else f"{text[:12]}... ({len(text)} digits)"
+        raise StrictYAMLError(problem=f"{shown} is not an integer Python can read (more than 4300 digits?)",
+                              problem_mark=node.start_mark) from None
 
 
 def _construct_float(loader: StrictLoader, node: ScalarNode) -> float:

@@ -47,7 +47,8 @@ def runs_command(directory: str, as_json: bool) -> None:
       nectargan runs experiments/ --json
     """
     if not Path(directory).is_dir():
-        raise RunDirError(f"{directory}: folder not found; runs are written under run.output_dir (default: runs)")
+        raise RunDirError(f"{printable(directory)}: folder not found; runs are written under run.output_dir "
+                          "(default: runs)")
     summaries = list(list_runs(directory))
     if as_json:
         click.echo(json.dumps([s.as_dict() for s in summaries], indent=2))
