@@ -28,7 +28,8 @@ MAX_CONFIG_BYTES = 1 << 20
 #: Deepest nesting of mappings and lists in a config (the deepest shipped structure has 7 levels).
 MAX_DEPTH = 32
 #: Most values (keys, scalars, lists, mappings) a config may hold once YAML aliases are expanded.
-MAX_VALUES = 100_000
+#: A pix2pix config with every part switched on has under 1000.
+MAX_VALUES = 10_000
 #: Longest text value or key in a config (characters): PATH_MAX on Linux.
 MAX_TEXT = 4096
 #: Longest name that becomes one folder entry (run.name, split folders): the file name limit of Linux,

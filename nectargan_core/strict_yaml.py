@@ -40,8 +40,13 @@ class StrictLoader(yaml.SafeLoader):
     def __init__(self, stream: Any) -> None:
         super().__init__(stream)
         self._depth = 0
+        self._nodes = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
+        self._nodes += 1
+        if self._nodes > MAX_VALUES:  # stop reading at once: pure-Python parsing of a huge list takes seconds
+            raise StrictYAMLError(problem=f"holds more than {MAX_VALUES} values",
+                                  problem_mark=self.peek_event().start_mark)
         nested = self.check_event(MappingStartEvent, SequenceStartEvent)
         if nested:
             self._depth += 1

@@ -326,6 +326,30 @@ def test_a_config_of_absurd_size_is_refused_before_parsing(suffix, tmp_path):
     assert str(info.value).count("\n") == 0
 
 
+@pytest.mark.parametrize("text", ["x:\n" + "- 1\n" * 260_000, "x: [" + "1, " * 340_000 + "1]\n"], ids=["block", "flow"])
+def test_a_huge_list_is_refused_while_reading(text, tmp_path):
+    """Reading stops at the value limit: parsing the whole 1 MiB in pure Python would take many seconds."""
+    file = tmp_path / "wide.yaml"
+    file.write_text(text)
+    started = time.monotonic()
+    kind, error = outcome(file)
+    assert kind == "refused" and "holds more than 10000 values" in str(error) and "alias" not in str(error), error
+    assert time.monotonic() - started < 3.0
+
+
+@pytest.mark.parametrize("augment,side", [({"name": "blur", "kernel_size": 33}, 16), ({"name": "elastic", "sigma": 5}, 16),
+                                          ({"name": "blur", "kernel_size": 10**9}, None)])
+def test_a_blur_wider_than_the_images_is_refused_before_training(augment, side, tmp_path):
+    """torchvision pads by half the kernel with reflection: a wider kernel fails at the first batch, or allocates."""
+    file = adversary.write_config(tmp_path / "blur.yaml", {"trainer": "pix2pix", "data": {
+        "load_size": side, "crop_size": side, "augment": [augment]}})
+    kind, error = outcome(file)
+    assert kind == "refused" and ("too large" in str(error) or "at most 16383" in str(error)), error
+    fits = adversary.write_config(tmp_path / "fits.yaml", {"trainer": "pix2pix", "data": {
+        "load_size": 64, "crop_size": 64, "augment": [{"name": augment["name"]}]}})
+    assert outcome(fits)[0] == "ok"
+
+
 def test_a_device_file_as_config_is_refused_without_reading_forever(tmp_path):
     link = tmp_path / "zero.yaml"
     link.symlink_to("/dev/zero")
@@ -465,5 +489,5 @@ def test_the_documented_limits_table_lists_every_bound_the_tests_check():
     assert not missing and set(adversary.DOC_NAMES) == set(adversary.BOUNDS), missing
     for name in adversary.AUGMENT_BOUNDS:
         assert f"`{name}`" in limits or name.split(".")[1] in limits, name
-    for number in ("1 MiB", "32 levels", "100000", "4096 characters", "4294967295", "8192", "65536", "16383", "2047"):
+    for number in ("1 MiB", "32 levels", "aliases expanded | 10000 |", "4096 characters", "4294967295", "8192", "65536", "16383", "2047"):
         assert number in limits, number
