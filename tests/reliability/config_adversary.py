@@ -110,11 +110,11 @@ def base_configs(registry: Registry) -> list[dict[str, Any]]:
     }
     missing = set(registry.names("schedule")) - set(schedules)
     assert not missing, f"add base schedules for {missing}"
-    models = registry.names("model")
-    generators = [m for m in models if m.startswith("unet")]
-    discriminators = [m for m in models if m.startswith("patchgan")]
+    models = registry.names("model")  # any model may fill either role as far as the config is concerned
     configs = []
-    for index, gan in enumerate(GAN_OBJECTIVES):
+    for index in range(max(len(GAN_OBJECTIVES), (len(models) + 1) // 2)):
+        gan = GAN_OBJECTIVES[index % len(GAN_OBJECTIVES)]
+        generator, discriminator = models[(2 * index) % len(models)], models[(2 * index + 1) % len(models)]
         configs.append({
             "trainer": "pix2pix",
             "run": {"name": "adversary", "threads": 1},
@@ -124,9 +124,8 @@ def base_configs(registry: Registry) -> list[dict[str, Any]]:
             "loop": {"max_steps": 1000, "val_every_steps": 50},
             "data": {"root": "data", "augment": [{"name": name} for name in AUGMENTATIONS],
                      "prefetch_factor": 2, "max_images": 10, "val": {"max_images": 5}, "test": {"max_images": 5}},
-            "models": {"generator": {"name": generators[index % len(generators)], "dropout_layers": 1,
-                                     "init_gain": 0.02},
-                       "discriminator": {"name": discriminators[index % len(discriminators)], "init_gain": 0.02}},
+            "models": {"generator": _with(registry, generator, dropout_layers=1, init_gain=0.02),
+                       "discriminator": _with(registry, discriminator, init_gain=0.02)},
             "loss": {"spec": "basic", "gan_mode": gan, "gan_options": _defaults(registry, "loss", gan),
                      "add": added, "terms": {"l1": {"weight": 50}}},
             "optim": {"lr_schedule": list(schedules.values())[index % len(schedules)],
@@ -140,6 +139,12 @@ def base_configs(registry: Registry) -> list[dict[str, Any]]:
 GAN_OBJECTIVES = ("vanilla", "lsgan", "hinge", "wgan-gp")
 AUGMENTATIONS = ("hflip", "vflip", "rot90", "affine", "elastic", "color_jitter", "gaussian_noise", "blur", "gamma",
                  "grayscale", "jpeg")
+
+
+def _with(registry: Registry, model: str, **options: Any) -> dict[str, Any]:
+    """``{name: model, ...}`` with those of ``options`` the model has (so optional fields hold values, not null)."""
+    fields = getattr(registry.get("model", model).options, "model_fields", {})
+    return {"name": model, **{key: value for key, value in options.items() if key in fields}}
 
 
 def _defaults(registry: Registry, kind: str, name: str) -> dict[str, Any]:

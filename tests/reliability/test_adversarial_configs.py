@@ -357,7 +357,7 @@ def test_a_device_file_as_config_is_refused_without_reading_forever(tmp_path):
     assert "larger than" in stderr
 
 
-DUPLICATE_DEPTHS = [("loop",), ("loop", "epochs"), ("data", "val", "batch_size"), ("models", "generator", "ngf"),
+DUPLICATE_DEPTHS = [("loop",), ("loop", "epochs"), ("data", "val", "batch_size"), ("models", "generator", "name"),
                     ("visualizers", "console", "bar"), ("data", "augment")]
 
 
