@@ -275,8 +275,9 @@ class Trainer:
 
         These are the user's to fix, so the CLI shows one line instead of a traceback.
         """
-        if isinstance(exc, torch.OutOfMemoryError) or (
-            isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+        if isinstance(exc, torch.OutOfMemoryError) or (  # CPU: "DefaultCPUAllocator: can't allocate memory"
+            isinstance(exc, RuntimeError) and any(words in str(exc).lower()
+                                                  for words in ("out of memory", "can't allocate memory"))
         ):
             return TrainingError(
                 f"out of memory on {self.device} at step {self.global_step + 1}: "

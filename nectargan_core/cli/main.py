@@ -13,6 +13,7 @@ import click
 from .. import __version__
 from ..errors import NectarGANError
 from ..plugins import get_plugins
+from ..text import printable
 from .config_cmd import config_group
 from .plugins_cmd import plugins_group
 from .train_cmd import train_command
@@ -40,8 +41,9 @@ cli.add_command(train_command)
 
 
 def report(error: NectarGANError) -> int:
+    """Print ``error`` as ``error:`` lines; names read from disk may hold escape sequences, so they are shown escaped."""
     for line in str(error).splitlines() or [type(error).__name__]:
-        click.echo(f"error: {line}", err=True)
+        click.echo(f"error: {printable(line)}", err=True)
     return error.exit_code
 
 
