@@ -62,7 +62,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "models.*.out_channels": (1, 4096),
     "models.*.input_channels": (1, 4096),
     "models.*.target_channels": (1, 4096),
-    "models.*.depth": (1, 13),
+    "models.*.depth": (0, 13),  # a ResNet may have no downsampling; UNets refuse 0 on their own
+    "models.*.n_blocks": (0, 256),
     "models.*.n_layers": (1, 13),
     "loss.add.*.options.kernel_size": (3, 8192),
     "visualizers.visdom.queue_size": (1, 100_000),
@@ -82,7 +83,7 @@ DOC_NAMES = {
     "models.*.ngf": "`models.*.ngf`", "models.*.ndf": "`ndf`", "models.*.max_width": "`max_width`",
     "models.*.in_channels": "channel counts", "models.*.out_channels": "channel counts",
     "models.*.input_channels": "channel counts", "models.*.target_channels": "channel counts",
-    "models.*.depth": "`models.*.depth`", "models.*.n_layers": "`n_layers`",
+    "models.*.depth": "`models.*.depth`", "models.*.n_layers": "`n_layers`", "models.*.n_blocks": "`models.*.n_blocks`",
     "loss.add.*.options.kernel_size": "`ssim.kernel_size`",
     "visualizers.visdom.queue_size": "`visualizers.visdom.queue_size`",
     "visualizers.visdom.timeout": "`visualizers.visdom.timeout`", "visualizers.visdom.retry_max": "`retry_max`",

@@ -25,6 +25,11 @@ MAX_LEVELS = MAX_IMAGE_SIDE.bit_length() - 1
 LEVELS_WHY = f"each level halves the image, and images are at most {MAX_IMAGE_SIDE} = 2**{MAX_LEVELS} pixels"
 Width = Annotated[int, at_most(MAX_WIDTH, WIDTH_WHY)]
 Levels = Annotated[int, at_most(MAX_LEVELS, LEVELS_WHY)]
+#: Most residual blocks: each adds two 3x3 convolutions (1.2M parameters at the reference's width of 256),
+#: so 256 blocks already hold 300M parameters; deeper stacks exhaust memory before training starts.
+MAX_BLOCKS = 256
+Blocks = Annotated[int, at_most(MAX_BLOCKS, "each residual block adds two 3x3 convolutions (1.2M parameters "
+                                            "at width 256): 256 blocks hold 300M")]
 
 Activation = Literal["leaky_relu", "relu", "gelu", "silu"]
 InitScheme = Literal["normal", "xavier", "kaiming", "orthogonal"]
@@ -138,11 +143,11 @@ class PatchGANOptions(Section):
 class ResNetOptions(Section):
     """A ResNet generator: downsampling convs, residual blocks at the bottleneck, upsampling back."""
 
-    in_channels: int = Field(3, ge=1, description="Channels of the input image (A)")
-    out_channels: int = Field(3, ge=1, description="Channels of the generated image (B)")
-    ngf: int = Field(64, ge=1, description="Width of the first conv; doubles per downsampling")
-    depth: int = Field(2, ge=0, description=RESNET_DEPTH_HELP)
-    n_blocks: int = Field(9, ge=0, description=N_BLOCKS_HELP)
+    in_channels: Width = Field(3, ge=1, description="Channels of the input image (A)")
+    out_channels: Width = Field(3, ge=1, description="Channels of the generated image (B)")
+    ngf: Width = Field(64, ge=1, description="Width of the first conv; doubles per downsampling")
+    depth: Levels = Field(2, ge=0, description=RESNET_DEPTH_HELP)
+    n_blocks: Blocks = Field(9, ge=0, description=N_BLOCKS_HELP)
     norm: Literal["batch", "instance", "none"] = Field(
         "instance", description="Normalisation after each conv but the last (instance: affine-free, as the reference)"
     )
@@ -166,22 +171,22 @@ class ResNetOptions(Section):
 class ResNet9Options(ResNetOptions):
     """The reference ``resnet_9blocks`` (CycleGAN's default generator, for 256x256 images)."""
 
-    n_blocks: int = Field(9, ge=0, description=N_BLOCKS_HELP)
+    n_blocks: Blocks = Field(9, ge=0, description=N_BLOCKS_HELP)
 
 
 class ResNet6Options(ResNetOptions):
     """The reference ``resnet_6blocks`` (CycleGAN's generator for 128x128 images)."""
 
-    n_blocks: int = Field(6, ge=0, description=N_BLOCKS_HELP)
+    n_blocks: Blocks = Field(6, ge=0, description=N_BLOCKS_HELP)
 
 
 class PixelGANOptions(Section):
     """A PixelGAN discriminator: 1x1 convs, one real/fake logit per pixel."""
 
-    input_channels: int = Field(3, ge=1, description="Channels of the input image A (the condition)")
-    target_channels: int = Field(3, ge=1, description="Channels of the real or generated image B")
+    input_channels: Width = Field(3, ge=1, description="Channels of the input image A (the condition)")
+    target_channels: Width = Field(3, ge=1, description="Channels of the real or generated image B")
     conditional: bool = Field(True, description="Judge cat(A, B) (pix2pix) instead of B alone")
-    ndf: int = Field(64, ge=1, description="Width of the first conv; the second has 2 * ndf")
+    ndf: Width = Field(64, ge=1, description="Width of the first conv; the second has 2 * ndf")
     norm: Literal["batch", "instance", "none"] = Field("batch", description="Normalisation after the second conv")
     negative_slope: float = Field(0.2, ge=0, description="Slope of the LeakyReLU activations")
     init: Init = "normal"
