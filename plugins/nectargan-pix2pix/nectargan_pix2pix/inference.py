@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 import torch
 
-from nectargan_core.checkpoint import load_checkpoint
+from nectargan_core.checkpoint import load_checkpoint, restoring
 from nectargan_core.config import CoreConfig, validate_config
 from nectargan_core.errors import CheckpointError
 from nectargan_core.plugins import get_plugins
@@ -95,12 +95,18 @@ def load_generator(target: str | Path, which: str = "latest", *, device: str | t
     registry = registry or get_plugins().registry
     path = resolve_checkpoint(target, which)
     checkpoint = load_checkpoint(path)
-    if checkpoint.get("trainer") != "pix2pix" or "generator" not in checkpoint.get("state", {}):
-        raise CheckpointError(f"{path}: not a pix2pix checkpoint (trainer '{checkpoint.get('trainer')}')")
-    config = validate_config(checkpoint["config"], registry, source=f"{path} (stored config)")
-    model = _with_weights(lambda: build_generator(registry, config), checkpoint["state"]["generator"])
+    with restoring(str(path)):  # a damaged or crafted checkpoint: one line naming the file and what it lacks
+        if checkpoint["trainer"] != "pix2pix":
+            raise CheckpointError(f"{path}: not a pix2pix checkpoint (trainer '{checkpoint['trainer']}')")
+        state = checkpoint["state"]["generator"]
+        epoch, global_step = int(checkpoint["epoch"]), int(checkpoint["global_step"])
+        stored = checkpoint["config"]
+        if not isinstance(stored, Mapping):
+            raise TypeError(f"its 'config' entry is a {type(stored).__name__}, not a mapping")
+        config = validate_config(stored, registry, source=f"{path} (stored config)")
+        model = _with_weights(lambda: build_generator(registry, config), state)
     model.to(device).eval()
-    return LoadedGenerator(model, config, path, int(checkpoint["epoch"]), int(checkpoint["global_step"]))
+    return LoadedGenerator(model, config, path, epoch, global_step)
 
 
 def _with_weights(build: Any, state: Mapping[str, Any]) -> torch.nn.Module:
