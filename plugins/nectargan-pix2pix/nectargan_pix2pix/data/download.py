@@ -118,9 +118,9 @@ def download_dataset(name: str, dest: Path, *, url: Optional[str] = None, sha256
             raise
         raise DownloadError(f"--dest {dest}: cannot save the download: {problem}") from None
     finally:
-        for folder in created:  # a failed download leaves no trace
-            if folder.is_dir() and not any(folder.iterdir()):
-                folder.rmdir()
+        for made in created:  # a failed download leaves no trace
+            if made.is_dir() and not any(made.iterdir()):
+                made.rmdir()
     return folder, digest
 
 
