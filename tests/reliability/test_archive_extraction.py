@@ -204,7 +204,7 @@ def test_a_server_dripping_bytes_is_stopped_at_the_deadline(tmp_path, where):
 
 
 def test_a_stalled_download_ends_without_waiting_for_the_deadline(tmp_path):
-    with serve(DripHandler, interval=0.5) as base:
+    with serve(DripHandler, interval=0.5, length=40) as base:  # 20 s in all: the test ends even when broken
         started = time.monotonic()
         with pytest.raises(DownloadError) as info:
             fetch(f"{base}/body", tmp_path / "x", deadline=600, stall_s=2, stall_bytes=64)

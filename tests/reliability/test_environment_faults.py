@@ -190,8 +190,21 @@ def test_resume_names_the_file_and_the_missing_entry(run_dir, crafted, tmp_path)
     assert failed >= 8
 
 
-@pytest.mark.parametrize("command", ["predict", "test", "export", "train --resume"])
+CRAFTED_COMMANDS = ["predict", "test", "export", "train --resume"]
+
+
+@pytest.mark.parametrize("command", random.Random(SEED).sample(CRAFTED_COMMANDS, 2))
 def test_a_crafted_checkpoint_through_the_console_script_is_one_line(run_dir, crafted, tmp_path, command):
+    crafted_through_the_console_script(run_dir, crafted, tmp_path, command)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", CRAFTED_COMMANDS)
+def test_a_crafted_checkpoint_through_the_console_script_series(run_dir, crafted, tmp_path, command):
+    crafted_through_the_console_script(run_dir, crafted, tmp_path, command)
+
+
+def crafted_through_the_console_script(run_dir: Path, crafted, tmp_path: Path, command: str) -> None:
     rng = random.Random(f"{SEED}{command}")
     path, file = rng.choice([(p, f) for p, f in crafted.items() if p[:2] == ("state", "generator")])
     image = run_dir.parent.parent.parent / "data" / "test" / "00010.png"
@@ -218,7 +231,7 @@ def mixed_sizes(root: Path, seed: int) -> Path:
     return root
 
 
-@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("workers", [2, pytest.param(0, marks=pytest.mark.slow)])
 def test_images_of_different_sizes_with_resizing_off_are_one_line(tmp_path, workers):
     data = mixed_sizes(tmp_path / "data", SEED + workers)
     settings = [f"data.root={data}", "data.load_size=null", "data.crop_size=null", "data.batch_size=2",
