@@ -17,15 +17,17 @@ import os
 import random
 import shutil
 import struct
+import tarfile
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
+from PIL import Image
 from click.testing import CliRunner
 
 from fault_locations import run_nectargan, snapshot
-from hostile_archives import build, harmless, member
 from kill_points import kill_after, kill_at_call, timed, tiny_pix2pix_run
 from local_servers import serve_folder
 from nectargan_core import Run
@@ -165,12 +167,20 @@ ARCHIVE_FILES = 30
 
 @pytest.fixture(scope="module")
 def served_archive(tmp_path_factory):
+    """A real dataset (synthetic pairs, and 4 larger noise pairs in val/) as set.tar.gz on 127.0.0.1."""
+    root = tmp_path_factory.mktemp("archive")
+    data("synth", root / "set", "--count", str(ARCHIVE_FILES), "--size", "16", "--val", "0", "--test", "0")
+    rng = np.random.default_rng(SEED)
+    (root / "set" / "test").rmdir()  # empty: --test 0
+    for i in range(4):
+        Image.fromarray(rng.integers(0, 256, (96, 192, 3), dtype=np.uint8)).save(root / "set" / "val" / f"{i}.png")
     www = tmp_path_factory.mktemp("www")
-    members = harmless(ARCHIVE_FILES) + [member(f"set/val/{i}.png", data=os.urandom(30000)) for i in range(4)]
-    build(www / "set.tar.gz", members)
+    with tarfile.open(www / "set.tar.gz", "w:gz") as tar:
+        tar.add(root / "set", arcname="set")
     with serve_folder(www) as base:
         expected = tmp_path_factory.mktemp("expected")
         data("download", "set", "--url", f"{base}/set.tar.gz", "--dest", expected)
+        assert snapshot(expected / "set") == snapshot(root / "set") and check(expected / "set")
         yield f"{base}/set.tar.gz", snapshot(expected / "set")
 
 
@@ -181,7 +191,7 @@ def assert_download_complete_or_absent(dest: Path, url: str, expected: dict[str,
     else:
         assert not check(folder)
         data("download", "set", "--url", url, "--dest", dest)  # the re-run works, and removes the killed temps
-    assert snapshot(folder) == expected
+    assert snapshot(folder) == expected and check(folder)
     assert sorted(p.name for p in dest.iterdir()) == ["set"]
 
 
