@@ -431,8 +431,8 @@ def safe_extract(archive: Path, dest: Path, *, source: Optional[str] = None, nam
         needed = sum(entry.member.size for entry in entries)
         free = shutil.disk_usage(_existing(dest)).free
         if needed > free:
-            raise DownloadError(f"{dest}: the archive holds {needed / 1e6:.1f} MB, only {free / 1e6:.1f} MB are free; "
-                                "free space or choose another --dest")
+            raise DownloadError(f"{dest}: the archive holds {_amount(needed)}, only {_amount(free)} are free there; "
+                                "free disk space or choose another --dest")
         try:
             with staging(folder) as stage:
                 for entry in entries:
@@ -444,6 +444,13 @@ def safe_extract(archive: Path, dest: Path, *, source: Optional[str] = None, nam
             raise DownloadError(f"{label}: cannot extract into {dest}: {describe_os_error(exc, with_file=False) or exc} "
                                 "(nothing was extracted)") from None
     return folder
+
+
+def _amount(size: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"
 
 
 def _write(tar: tarfile.TarFile, entry: Entry, stage: Path) -> None:
