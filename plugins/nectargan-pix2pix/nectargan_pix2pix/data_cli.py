@@ -137,17 +137,22 @@ def check(directory: Path, layout: str, quick: bool) -> None:
 
 @data_group.command("download")
 @click.argument("name")
-@click.option("--url", default=None, help="Download from this URL instead (a mirror, or a local archive).")
+@click.option("--url", default=None, help="Download from this URL instead (a mirror; or a local archive: "
+                                          "file:// URL or path).")
 @click.option("--dest", type=DirPath, default=Path("datasets"), show_default=True,
               help="Folder that receives the dataset folder.")
 @click.option("--sha256", "sha256", default=None, metavar="HEX", help="Expected SHA-256 of the archive.")
-def download(name: str, url: Optional[str], dest: Path, sha256: Optional[str]) -> None:
+@click.option("--deadline", type=click.FloatRange(min=0, min_open=True), default=6 * 3600, show_default=True,
+              metavar="SECONDS", help="Give up a download that takes longer than this.")
+def download(name: str, url: Optional[str], dest: Path, sha256: Optional[str], deadline: float) -> None:
     """Download a public pix2pix dataset and extract it safely into DEST/NAME.
 
     NAME is one of cityscapes, edges2handbags, edges2shoes, facades, maps,
-    night2day (from the pix2pix authors' server), or any name with --url.
-    The server publishes no checksums: the SHA-256 of the download is printed
-    so that later downloads can be pinned with --sha256.
+    night2day (from the pix2pix authors' server, over HTTPS), or any name with
+    --url. The server publishes no checksums: the SHA-256 of the download is
+    printed so that later downloads can be pinned with --sha256. Only plain
+    files and folders are extracted (an archive with links, devices or names
+    leaving DEST is refused), and the dataset folder appears only when complete.
 
     \b
     Examples:
@@ -157,12 +162,15 @@ def download(name: str, url: Optional[str], dest: Path, sha256: Optional[str]) -
     """
     import re
 
-    from .data.download import download_dataset
+    from .data.download import download_dataset, plain_http
 
     if sha256 is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
         raise click.BadParameter("must be 64 hexadecimal digits", param_hint="--sha256")
+    if url is not None and sha256 is None and plain_http(url):
+        click.echo(f"warning: {url} is plain HTTP and no --sha256 is given: nothing proves the archive "
+                   "was not changed on the way", err=True)
     interactive = sys.stderr.isatty()
-    folder, digest = download_dataset(name, dest, url=url, sha256=sha256,
+    folder, digest = download_dataset(name, dest, url=url, sha256=sha256, deadline=deadline,
                                       progress=_show_progress if interactive else None)
     if interactive:
         click.echo(err=True)
