@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from nectargan_core.checkpoint import load_checkpoint
+from nectargan_core.checkpoint import load_checkpoint, restoring
 from nectargan_core.config import CoreConfig, validate_config
 from nectargan_core.errors import CheckpointError
 from nectargan_core.plugins import get_plugins
@@ -116,6 +116,8 @@ def load_generator(target: str | Path, which: str = "latest", *, device: str | t
     if not isinstance(checkpoint.get("config"), Mapping):
         raise CheckpointError(f"{path}: the checkpoint has no stored config, so the generator's architecture is "
                               "unknown; for reference weights use nectargan models import FILE --arch NAME")
+    with restoring(str(path)):  # a damaged or crafted checkpoint: one line naming the file and what it lacks
+        epoch, global_step = int(checkpoint["epoch"]), int(checkpoint["global_step"])
     config = validate_config(checkpoint["config"], registry, source=f"{path} (stored config)")
     try:
         model = _with_weights(lambda: build_generator(registry, config), checkpoint["state"]["generator"])
@@ -124,7 +126,7 @@ def load_generator(target: str | Path, which: str = "latest", *, device: str | t
         raise CheckpointError(f"{path}: the generator weights do not fit the architecture in the stored config "
                               f"({detail[:300]}{'...' if len(detail) > 300 else ''})") from None
     model.to(device).eval()
-    return LoadedGenerator(model, config, path, int(checkpoint["epoch"]), int(checkpoint["global_step"]))
+    return LoadedGenerator(model, config, path, epoch, global_step)
 
 
 def _with_weights(build: Any, state: Mapping[str, Any]) -> torch.nn.Module:

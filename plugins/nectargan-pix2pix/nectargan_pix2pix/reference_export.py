@@ -17,14 +17,18 @@ config key of its model), and names the reference model that loads them in
 ``reference_model``. pix2pix has ``{"G": ("generator", "models.generator")}``
 and ``pix2pix``; a CycleGAN trainer declares ``G_A`` and ``G_B`` the same way.
 
-Every file is read back from disk and mapped onto the network again; the
-export fails unless every tensor comes back identical. Options the reference
-cannot build are refused in one line before anything is written.
+Every file is written in a temp folder beside its target, read back from
+there and mapped onto the network again (the export fails unless every tensor
+comes back identical), described in its sidecar (with its size and SHA-256),
+and only then moved into place, the sidecar last, as the other formats are
+(:func:`~nectargan_core.atomic.commit_files`). Options the reference cannot
+build are refused in one line before anything is written.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -33,8 +37,8 @@ from typing import Any, Mapping, Optional
 
 import torch
 
-from nectargan_core.atomic import atomic_write, atomic_write_text
-from nectargan_core.checkpoint import load_checkpoint
+from nectargan_core.atomic import commit_files, describe_os_error, staging
+from nectargan_core.checkpoint import load_checkpoint, sha256_of
 from nectargan_core.config import CoreConfig, validate_config
 from nectargan_core.errors import CheckpointError, NectarGANError
 from nectargan_core.plugins import get_plugins
@@ -114,21 +118,35 @@ def export_reference(target: str | Path, which: str = "latest", *, output: Optio
         mapped = to_reference(weights, choice.name, choice.options, source=f"{path} ('{tracked}')")
         planned.append((name, tracked, choice, weights, build, mapped))
 
-    folder.mkdir(parents=True, exist_ok=True)
     files = []
     for name, tracked, choice, weights, build, mapped in planned:
         file = folder / f"{label}_net_{name}.pth"
-        atomic_write(file, lambda handle, mapped=mapped: torch.save(OrderedDict(mapped), handle))
-        back = torch.load(file, map_location="cpu", weights_only=True)
-        ours = from_reference(back, choice.name, choice.options, source=str(file))
-        difference = max(float((ours[k].float() - weights[k].float()).abs().max()) if ours[k].numel() else 0.0
-                         for k in ours)
-        if set(ours) != set(weights) or difference != 0.0:
-            raise ReferenceExportError(f"{file}: read back, it does not give the network's tensors exactly "
-                                       f"(max |difference| {difference:g}); the file is not a faithful export")
         sidecar = file.with_name(file.name + ".json")
-        atomic_write_text(sidecar, json.dumps(describe(file, name, tracked, choice, build, mapped, checkpoint, path,
-                                                       config, label, difference), indent=2) + "\n")
+        try:  # written, read back and described in a temp folder, then moved in, the sidecar last
+            with staging(file) as stage:
+                staged = stage / file.name
+                with open(staged, "wb") as handle:
+                    torch.save(OrderedDict(mapped), handle)  # what the reference's save_networks writes
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                back = torch.load(staged, map_location="cpu", weights_only=True)
+                ours = from_reference(back, choice.name, choice.options, source=str(file))
+                difference = max(float((ours[k].float() - weights[k].float()).abs().max()) if ours[k].numel()
+                                 else 0.0 for k in ours)
+                if set(ours) != set(weights) or difference != 0.0:
+                    raise ReferenceExportError(f"{file}: read back, it does not give the network's tensors exactly "
+                                               f"(max |difference| {difference:g}); nothing was written")
+                record = describe(file, name, tracked, choice, build, mapped, checkpoint, path, config, label,
+                                  difference)
+                record.update(size=staged.stat().st_size, sha256=sha256_of(staged))
+                (stage / sidecar.name).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+                commit_files(stage, folder, [file.name], sidecar.name)
+        except (OSError, RuntimeError) as exc:
+            problem = describe_os_error(exc, with_file=False)
+            if problem is None:
+                raise
+            raise ReferenceExportError(f"{file}: cannot write the export: {problem} (any previous export there is "
+                                       "unchanged)") from None
         files.append(ReferenceFile(name, file, sidecar, len(mapped), build.command_line(), difference))
     return ReferenceExport(folder, label, files,
                            test_command(folder, label, networks, config, registry, checkpoint, files))
