@@ -26,7 +26,6 @@ from nectargan_core.presets import preset_data
 from nectargan_losses.schedules import build_schedule, lr_scheduler
 from nectargan_pix2pix.data.dataset import PairedDataset
 from nectargan_pix2pix.trainer import make_adam
-from support import run_cli
 
 #: ``python train.py --model pix2pix`` with every other option at its default.
 REFERENCE_TRAIN = {
@@ -241,22 +240,24 @@ def crop(image: torch.Tensor, top: int, left: int, flip: bool) -> torch.Tensor:
     return window.flip(-1) if flip else window
 
 
-@pytest.mark.slow  # two console-script subprocesses with the full-size unet_256
-def test_the_preset_trains_and_tests_in_train_mode(tmp_path, make_synth):
+@pytest.mark.slow  # two steps and a test of the full-size unet_256 at 256 x 256
+def test_the_preset_trains_and_tests_in_train_mode(tmp_path, make_synth, registry):
+    from nectargan_core import Run
+    from nectargan_pix2pix.tester import run_test
+
     data = make_synth(8, 32)  # 32 x 32 pairs, resized to 286 and cropped to 256 as the recipe says
-    trained = run_cli("train", "--preset", "pix2pix-reference", "--set", f"data.root={data}",
-                      "--set", "loop.max_steps=2", "--set", "run.device=cpu", "--set", "data.num_workers=0",
-                      "--set", "visualizers=[]", "--set", "examples.every_epochs=null", cwd=tmp_path)
-    assert trained.returncode == 0, trained.stderr
-    run = tmp_path / "runs" / "run" / "version_0"
-    assert "finished: 0 epochs, 2 steps" in trained.stderr
-    stored = (run / "config.yaml").read_text()
+    overrides = [f"data.root={data}", "loop.max_steps=2", "run.device=cpu", "data.num_workers=0",
+                 f"run.output_dir={tmp_path / 'runs'}", "visualizers=[]", "examples.every_epochs=null"]
+    run = Run.create(load_config(preset_data(registry, "pix2pix-reference"), overrides, registry)).fit()
+    assert (run.trainer.epochs_done, run.trainer.global_step) == (0, 2)
+    assert isinstance(run.trainer.opt_g, torch.optim.Adam) and run.trainer.opt_g.defaults["fused"] is None
+    stored = (run.dir / "config.yaml").read_text()
     assert "epochs: 200" in stored and "implementation: default" in stored and "mode: train" in stored
 
-    tested = run_cli("test", str(run), cwd=tmp_path)  # no --mode: the run's test.mode (train) decides
-    assert tested.returncode == 0, tested.stderr
-    out = run / "test" / f"{next((run / 'checkpoints').glob('*.pt')).stem}-test-train-mode"
-    metrics = json.loads((out / "metrics.json").read_text())
+    report = run_test(run.dir)  # no mode: the run's test.mode (train) decides
+    assert report.mode == "train" and report.out_dir.name.endswith("-test-train-mode")
+    metrics = json.loads((report.out_dir / "metrics.json").read_text())
     assert metrics["mode"] == "train" and metrics["images"] == len(list((data / "test").iterdir()))
-    assert all(Image.open(path).size == (256, 256) for path in (out / "images").iterdir())  # resized, not cropped
-    assert f"{metrics['images']} images" in tested.stdout and "train mode" in tested.stdout
+    assert all(Image.open(path).size == (256, 256) for path in (report.out_dir / "images").iterdir())  # resized
+    again = run_test(run.dir, mode="eval")
+    assert again.mean != report.mean  # dropout and batch statistics do change the outputs
