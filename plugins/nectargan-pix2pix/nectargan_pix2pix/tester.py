@@ -9,7 +9,8 @@ Results go to ``RUN_DIR/test/<checkpoint>-<split>/``::
     images/        the generator's outputs, one PNG per input, named after it
     grids/         input | output | target per image (with ``grid=True``)
 
-``mode="eval"`` runs G in eval mode (dropout off, BN running statistics).
+``mode="eval"`` runs G in eval mode (dropout off, BN running statistics);
+without ``mode`` the run's config decides (``test.mode``, eval by default).
 ``mode="train"`` reproduces the reference's test behaviour, which never calls
 ``eval()``: dropout on and BN on the statistics of each batch (so results
 depend on the batch size; the reference uses 1). The saved weights are never
@@ -98,7 +99,7 @@ def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional
     return PairedDataset(options, view, seed=generator.config.run.seed)
 
 
-def run_test(target: str | Path, which: str = "latest", *, split: str = "test", mode: Mode = "eval",
+def run_test(target: str | Path, which: str = "latest", *, split: str = "test", mode: Optional[Mode] = None,
              out_dir: Optional[Path] = None, batch_size: Optional[int] = None, device: str | torch.device = "cpu",
              data_root: Optional[Path] = None, grid: bool = False, arch: Optional[str] = None,
              arch_options: Sequence[str] = ()) -> EvaluationReport:
@@ -107,6 +108,8 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
     With ``arch``, ``target`` is a reference state dict (see :func:`~nectargan_pix2pix.inference.load_generator`).
     """
     generator = load_generator(target, which, device=device, arch=arch, arch_options=arch_options)
+    if mode is None:
+        mode = generator.config.test.mode  # the run's own choice (the reference preset: train)
     dataset = split_dataset(generator, split, data_root=data_root, batch_size=batch_size)
     if not len(dataset):
         raise DatasetError(f"{dataset.path}: no images in the {split} split")
