@@ -1,12 +1,15 @@
 """The ``nectargan`` command group and its error handling.
 
 Every :class:`~nectargan_core.errors.NectarGANError` becomes ``error: <line>``
-on stderr and a non-zero exit, with no traceback.
+on stderr and a non-zero exit, with no traceback; ``nectargan --traceback``
+(or ``NECTARGAN_DEBUG=1``) adds the traceback, and those of plugin failures.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 
 import click
 
@@ -20,7 +23,9 @@ from .train_cmd import train_command
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "-V", "--version", prog_name="nectargan")
-def cli() -> None:
+@click.option("--traceback", "show_traceback", is_flag=True,
+              help="Show the full traceback of errors and of plugin failures (same as NECTARGAN_DEBUG=1).")
+def cli(show_traceback: bool) -> None:
     """NectarGAN: train paired image-to-image GANs (pix2pix) with plugins.
 
     \b
@@ -40,6 +45,8 @@ cli.add_command(train_command)
 
 
 def report(error: NectarGANError) -> int:
+    if os.environ.get("NECTARGAN_DEBUG", "").strip().lower() in {"1", "true", "yes", "on"}:
+        traceback.print_exception(error)
     for line in str(error).splitlines() or [type(error).__name__]:
         click.echo(f"error: {line}", err=True)
     return error.exit_code
@@ -47,6 +54,9 @@ def report(error: NectarGANError) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: load plugins, add their commands, run."""
+    args = sys.argv[1:] if argv is None else argv
+    if "--traceback" in args[: next((i for i, a in enumerate(args) if not a.startswith("-")), len(args))]:
+        os.environ["NECTARGAN_DEBUG"] = "1"  # before plugins load, and for the processes commands start
     try:
         host = get_plugins()
         host.add_commands(cli)
