@@ -229,7 +229,7 @@ class PluginHost:
         self.plugins[key] = info
 
     def _register(self, info: PluginInfo, module: Any) -> None:
-        problems = hookcheck.check_object(module, "")
+        problems = hookcheck.check_object(module, "", "registration")
         if problems:
             self._fail(info, problems, hook_details(problems))
             return

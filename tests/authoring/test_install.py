@@ -75,3 +75,19 @@ def test_install_prints_the_load_error_of_a_broken_plugin(tmp_path):
                                      "nectargan_authkit_broken/plugin.py:13: hook 'register_lossess' is not a "
                                      "nectargan hook; did you mean 'register_losses'?\n")
     assert installed.stderr.endswith("error: installed, but a plugin does not load (see above)\n")
+
+
+def test_install_checks_the_run_hooks_of_a_visualizer(tmp_path):
+    folder = render("authkit_badviz", "visualizer", tmp_path / "src")
+    source = folder / "nectargan_authkit_badviz" / "visualizer.py"
+    text = source.read_text().replace("def on_log(self, record):", "def on_log(self, recrod):")
+    source.write_text(text)
+    line = text.splitlines().index("    def on_log(self, recrod):")  # the @hookimpl line above it, 1-based
+    site = tmp_path / "site"
+    installed = run_cli("plugins", "install", "--quiet", "--no-deps", "--no-build-isolation", "--target", str(site),
+                        str(folder), env={"PYTHONPATH": str(site)})
+    assert installed.returncode == 1
+    assert installed.stdout == (
+        "authkit_badviz (nectargan-authkit-badviz 0.1.0) [error]\n  error: visualizer 'authkit_badviz' "
+        f"(nectargan_authkit_badviz/visualizer.py:{line}): on_log(recrod): argument 'recrod' is not in the spec "
+        "on_log(trainer, record); did you mean 'record'?\n")

@@ -190,3 +190,11 @@ def register_commands(cli):
     taker = {p["name"]: p for p in json.loads(cli("plugins", "list", "--json", env=env).stdout)}["taker"]
     assert taker["conflicts"] == ["command 'runs' is also added by the core: run this one as "
                                   "'nectargan nectargan-taker:runs'"]
+
+
+def test_a_qualified_name_works_as_a_set_key_and_a_list_item(host_factory):
+    registry = host_factory().registry
+    config = load_config({"visualizers": ["nectargan-core:console"]},
+                         ["visualizers.nectargan-core:console.every_logs=2", "callbacks=[toy:counter]"], registry)
+    assert config.visualizers == {"nectargan-core:console": {"bar": "auto", "every_logs": 2}}
+    assert config.callbacks == {"toy:counter": {}}

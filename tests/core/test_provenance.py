@@ -131,7 +131,7 @@ def test_a_run_from_before_provenance_resumes_without_a_check(dists, trained):
     assert type(run.trainer.loss).__name__ == "MSELoss"
 
 
-def test_init_from_refuses_a_checkpoint_trained_with_another_provider(dists, trained, tmp_path):
+def test_init_from_refuses_a_checkpoint_trained_with_another_provider(dists, trained, tmp_path, capsys):
     checkpoint = next((trained / "checkpoints").glob("*.pt"))
     fresh = config(tmp_path, run={"output_dir": str(tmp_path / "tuned"), "device": "cpu",
                                   "init_from": str(checkpoint)})
@@ -145,8 +145,12 @@ def test_init_from_refuses_a_checkpoint_trained_with_another_provider(dists, tra
     with pytest.raises(ConfigError, match=f"unknown loss 'tp_tv'; checkpoint {checkpoint} used it from "
                                           r"nectargan-tpa 1.0.0 \(plugin 'tpa'\): pip install 'nectargan-tpa==1.0.0'"):
         Run.create(fresh, host=dists())
+    capsys.readouterr()
     tuned = Run.create(fresh, host=dists("a11"))  # another version: a warning, and the weights load
     assert tuned.init_report["model"]["loaded"] == ["bias", "weight"]
+    assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")] == [
+        f"warning: config: loss 'tp_tv': checkpoint {checkpoint} used nectargan-tpa 1.0.0 (plugin 'tpa'), now 1.1.0 "
+        "is installed; results may differ (pip install 'nectargan-tpa==1.0.0' to reproduce them exactly)"]
 
 
 def test_a_broken_provenance_block_is_one_line(dists, tmp_path):
