@@ -15,7 +15,7 @@ import difflib
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Iterable, Mapping, Optional
+from typing import Any, ClassVar, Iterable, Mapping, Optional
 
 import yaml
 from pydantic import (
@@ -257,6 +257,7 @@ def name_of(kind: str) -> Any:
     config time with the same message as the core's own names (a "did you mean",
     the names available). Works in lists too: ``list[name_of("loss")]``.
     """
+    from typing import Annotated
 
     def check(value: str, info: ValidationInfo) -> str:
         registry = registry_from(info)
@@ -277,6 +278,7 @@ def parts_of(kind: str) -> Any:
     each name is checked and its options validated and filled with their
     defaults when the config is validated.
     """
+    from typing import Annotated
 
     def check(value: dict[str, dict[str, Any]], info: ValidationInfo) -> dict[str, dict[str, Any]]:
         registry = registry_from(info)

@@ -1,8 +1,7 @@
 """The ``nectargan`` command group and its error handling.
 
 Every :class:`~nectargan_core.errors.NectarGANError` becomes ``error: <line>``
-on stderr and a non-zero exit, with no traceback; ``nectargan --traceback``
-(or ``NECTARGAN_DEBUG=1``) adds the traceback, and those of plugin failures.
+on stderr and a non-zero exit, with no traceback.
 """
 
 from __future__ import annotations
@@ -45,15 +44,24 @@ cli.add_command(train_command)
 
 
 def report(error: NectarGANError) -> int:
-    if os.environ.get("NECTARGAN_DEBUG", "").strip().lower() in {"1", "true", "yes", "on"}:
-        traceback.print_exception(error)
     for line in str(error).splitlines() or [type(error).__name__]:
         click.echo(f"error: {line}", err=True)
     return error.exit_code
 
 
+def debugged(error: NectarGANError) -> NectarGANError:
+    """``error``, after printing its traceback when ``nectargan --traceback`` or ``NECTARGAN_DEBUG=1`` asks for it."""
+    if os.environ.get("NECTARGAN_DEBUG", "").strip().lower() in {"1", "true", "yes", "on"}:
+        traceback.print_exception(error)
+    return error
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: load plugins, add their commands, run."""
+    """Console entry point: load plugins, add their commands, run.
+
+    ``--traceback`` before the command (or ``NECTARGAN_DEBUG=1``) shows the
+    tracebacks of plugin failures and of the error a command ends with.
+    """
     args = sys.argv[1:] if argv is None else argv
     if "--traceback" in args[: next((i for i, a in enumerate(args) if not a.startswith("-")), len(args))]:
         os.environ["NECTARGAN_DEBUG"] = "1"  # before plugins load, and for the processes commands start
@@ -61,12 +69,12 @@ def main(argv: list[str] | None = None) -> None:
         host = get_plugins()
         host.add_commands(cli)
     except NectarGANError as error:  # strict plugin mode
-        sys.exit(report(error))
+        sys.exit(report(debugged(error)))
     host.warn_failures()
     try:
         cli.main(args=argv, prog_name="nectargan", standalone_mode=False)
     except NectarGANError as error:
-        sys.exit(report(error))
+        sys.exit(report(debugged(error)))
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
