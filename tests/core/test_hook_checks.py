@@ -239,9 +239,13 @@ def test_train_refuses_a_bad_visualizer_before_creating_a_run_directory(site, cl
                       "'recrod' is not in the spec on_log(trainer, record); did you mean 'record'?; fix or reinstall "
                       "it (see 'nectargan plugins list')"]
     assert not (tmp_path / "runs").exists()
+    (tmp_path / "run.yaml").write_text("trainer: toy\nvisualizers: [checked]\n")
+    validated = cli("config", "validate", "run.yaml", env=env, cwd=tmp_path)
+    assert validated.returncode == 2
+    assert validated.stderr.endswith(f"error: run.yaml: {errors[0].split(': ', 2)[2]}\n")
 
 
-def test_train_and_validate_check_what_the_source_reading_cannot_see(site, cli, tmp_path):
+def test_train_checks_what_the_source_reading_cannot_see(site, cli, tmp_path):
     plugin_with(site, """
         from nectargan_core import hookimpl
         def _log(self, recrod):
@@ -253,8 +257,6 @@ def test_train_and_validate_check_what_the_source_reading_cannot_see(site, cli, 
     (tmp_path / "run.yaml").write_text("trainer: toy\nvisualizers: [checked]\nrun: {device: cpu}\n")
     line = ("error: visualizer 'checked' from nectargan-checked 0.1 (plugin 'checked') (viz_mod.py:3): on_log(recrod): "
             "argument 'recrod' is not in the spec on_log(trainer, record); did you mean 'record'?\n")
-    validated = cli("config", "validate", str(tmp_path / "run.yaml"), env=env)
-    assert (validated.returncode, validated.stderr) == (1, line)
     ran = cli("train", "-c", str(tmp_path / "run.yaml"), env=env, cwd=tmp_path)
     assert (ran.returncode, ran.stderr) == (1, line)
     assert not (tmp_path / "runs").exists()
