@@ -23,7 +23,7 @@ import torch
 from pydantic import ValidationError
 
 from nectargan_core.config import describe_errors
-from nectargan_core.errors import ConfigError
+from nectargan_core.errors import ConfigError, PluginError
 from nectargan_core.registry import Registry
 
 from .config import LossSection, ResolvedLoss
@@ -187,6 +187,23 @@ class LossHistory:
         self._open = load(state["open"]) if state["open"] is not None else None
 
 
+def build_loss(registry: Registry, name: str, options: Mapping[str, Any], where: str) -> Callable[..., Any]:
+    """The registered loss ``name`` built with ``options``: a callable ``loss(fake, real) -> tensor``.
+
+    A factory that builds anything else (a GAN objective, which only
+    ``gan_mode`` takes, or a non-callable) is a :class:`PluginError` naming
+    the loss and its plugin.
+    """
+    component = registry.get("loss", name)
+    loss = component.load()(**options)
+    if isinstance(loss, GANObjective) or not callable(loss):
+        what = "a GAN objective (use it as loss.gan_mode)" if isinstance(loss, GANObjective) else \
+            f"a {type(loss).__name__}, which is not callable"
+        raise PluginError(f"{where}: loss '{component.name}' ({component.provided_by}) built {what}; a loss term "
+                          "needs a callable loss(fake, real) -> tensor (see docs/plugins/contracts.md)")
+    return loss
+
+
 class LossManager:
     """The loss terms of a GAN trainer, built from a ``loss`` config section.
 
@@ -223,7 +240,7 @@ class LossManager:
         self.objective = objective
         self.terms: list[Term] = []
         for name, spec in self.resolved.terms.items():
-            loss = None if spec.loss == GAN else registry.get("loss", spec.loss).load()(**spec.options)
+            loss = None if spec.loss == GAN else build_loss(registry, spec.loss, spec.options, f"loss term '{name}'")
             prefix = "G" if spec.role == "generator" else "D"
             schedule = build_schedule(spec.weight_spec(), registry)
             self.terms.append(Term(name, spec.role, f"{prefix}/{name}", loss, schedule))

@@ -193,7 +193,19 @@ def build_schedule(spec: "Mapping[str, Any] | float", registry: "Registry | None
     options = {k: v for k, v in spec.items() if k != "name"}
     if isinstance(options.get("then"), Mapping):
         options["then"] = build_schedule(options["then"], registry, epochs=epochs)
-    schedule = registry.get("schedule", spec["name"], key="schedule").load()(**options)
+    component = registry.get("schedule", spec["name"], key="schedule")
+    schedule = component.load()(**options)
+    if not isinstance(schedule, Schedule):
+        from nectargan_core.errors import PluginError
+
+        raise PluginError(f"schedule '{component.name}' ({component.provided_by}) built a {type(schedule).__name__}, "
+                          "not a nectargan_losses.schedules.Schedule; its author must subclass Schedule (see "
+                          "docs/plugins/contracts.md)")
+    if schedule.unit not in ("epoch", "step"):
+        from nectargan_core.errors import PluginError
+
+        raise PluginError(f"schedule '{component.name}' ({component.provided_by}) has unit {schedule.unit!r}; "
+                          "a schedule's unit is 'epoch' or 'step'")
     try:
         return schedule.for_run(epochs)
     except ValueError as exc:
