@@ -82,8 +82,8 @@ def tiny_paired_dataset(tmp_path_factory) -> Path:
     return root
 
 
-#: The suffix of the preset that ``tiny_config(trainer)`` starts from: ``pix2pix-tiny`` for ``pix2pix``.
 TINY_PRESET_SUFFIX = "-tiny"
+"""The suffix of the preset that ``tiny_config(trainer)`` starts from: ``pix2pix-tiny`` for ``pix2pix``."""
 
 
 def _host_env() -> dict[str, str]:

@@ -64,11 +64,13 @@ class LossResult:
         self.parts: dict[str, torch.Tensor] = {}
 
     def add(self, key: str, raw: torch.Tensor, weight: float) -> None:
+        """Add term ``key``: its unweighted value ``raw`` times ``weight`` joins ``total``."""
         weighted = raw * weight
         self.total = weighted if self.total is None else self.total + weighted
         self.raw[key], self.weighted[key], self.weights[key] = raw.detach(), weighted.detach(), weight
 
     def skip(self, key: str) -> None:
+        """Record term ``key`` as not computed at this step (its weight is 0)."""
         self.weighted[key], self.weights[key] = 0.0, 0.0
 
     def logs(self) -> dict[str, torch.Tensor | float]:
@@ -329,9 +331,11 @@ class LossManager:
         return result
 
     def state_dict(self) -> dict[str, Any]:
+        """The loss history (weights need no state: schedules are pure)."""
         return {"history": self.history.state_dict()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore the loss history saved by :meth:`state_dict`."""
         self.history.load_state_dict(state["history"])
 
     def __repr__(self) -> str:

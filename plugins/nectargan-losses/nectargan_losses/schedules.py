@@ -46,6 +46,7 @@ class Schedule:
 
 
 class Constant(Schedule):
+    """The same ``value`` at every position."""
     def __init__(self, value: float = 1.0, *, unit: str = "epoch") -> None:
         self.constant = float(value)
         self.unit = unit
@@ -79,6 +80,7 @@ class Ramp(Schedule):
         return self.interpolate((t - self.start) / (self.end - self.start))
 
     def interpolate(self, fraction: float) -> float:
+        """The value at ``fraction`` (0 to 1, exclusive) of the way from ``start`` to ``end``; subclasses define the curve."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -87,6 +89,7 @@ class Ramp(Schedule):
 
 
 class Linear(Ramp):
+    """A straight line from ``start_value`` to ``end_value``."""
     def interpolate(self, fraction: float) -> float:
         return self.start_value + (self.end_value - self.start_value) * fraction
 
