@@ -245,3 +245,27 @@ def test_every_contract_is_on_the_page_and_the_page_is_linked_from_the_guide():
                  "ResumableSampler", "Schedule", "GANObjective", "latest_example", "state_dict"):
         assert term in text, term
     assert "(contracts.md)" in (ROOT / "docs" / "plugins" / "authoring.md").read_text()
+
+
+# -- the core: what train_step returns ----------------------------------------------------------
+def test_train_step_must_return_a_mapping(tiny_config, nectargan_plugin_host):
+    from nectargan_toy.trainer import ToyTrainer
+
+    @contract_parts.hookimpl
+    def train_step(self, batch):
+        return None
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ToyTrainer, "train_step", train_step)
+        run = Run.create(tiny_config("toy", toy={"samples": 8}), host=nectargan_plugin_host())
+        with pytest.raises(PluginError) as exc:
+            run.fit()
+    assert one_line(exc) == "train_step of trainer 'toy' returned None; return a mapping of losses"
+
+
+def test_the_console_shows_the_first_eight_keys_without_a_dot():
+    from nectargan_core.builtin.console import format_values
+
+    values = {"G/l1.raw": 9.0, **{f"k{i}": float(i) for i in range(10)}}
+    assert format_values(values) == "  ".join(f"k{i} {i:.4g}" for i in range(8))
+    assert format_values(values, 4) == "k0 0  k1 1  k2 2  k3 3"
