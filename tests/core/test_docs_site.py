@@ -33,12 +33,40 @@ def covered_names(text: str | None = None) -> list[str]:
     return re.findall(r"^- `([\w.]+)`$", block, re.M)
 
 
+# Runs `mkdocs build` in a Python whose sockets refuse to leave the machine: a theme asset, an inventory or
+# any other download at build time fails the build, as it would in CI without internet.
+OFFLINE = """
+import socket, sys
+def refuse(address):
+    raise OSError(f"the docs build tried to reach {address!r}; it must download nothing")
+def connect(self, address, *rest):
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        refuse(address)
+    return reach(self, address, *rest)
+def lookup(host, *rest, **options):
+    if host not in (None, "localhost", "127.0.0.1", "::1"):
+        refuse(host)
+    return resolve(host, *rest, **options)
+reach, resolve = socket.socket.connect, socket.getaddrinfo
+socket.socket.connect = socket.socket.connect_ex = connect
+socket.getaddrinfo = lookup
+"""
+OFFLINE_MKDOCS = OFFLINE + """
+from mkdocs.__main__ import cli
+sys.argv[0] = "mkdocs"
+cli()
+"""
+
+
+def build_site(config: Path, out: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", OFFLINE_MKDOCS, "build", "--strict", "-f", str(config),
+                           "-d", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
     out = tmp_path_factory.mktemp("site")
-    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"),
-                            "-d", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    return built, out
+    return build_site(ROOT / "mkdocs.yml", out), out
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +86,14 @@ def test_the_site_builds_with_warnings_as_errors(site):
     pages = {p.relative_to(out).as_posix() for p in out.rglob("*.html")}
     sources = {p.relative_to(ROOT / "docs").with_suffix(".html").as_posix() for p in (ROOT / "docs").rglob("*.md")}
     assert sources <= pages  # every docs page is on the site
+
+
+def test_the_offline_guard_refuses_a_download():
+    fetched = subprocess.run([sys.executable, "-c", OFFLINE + "import urllib.request\n"
+                              "urllib.request.urlopen('https://pypi.org/simple/', timeout=5)"],
+                             capture_output=True, text=True, timeout=60)
+    assert fetched.returncode == 1
+    assert "the docs build tried to reach 'pypi.org'; it must download nothing" in fetched.stderr
 
 
 def test_the_pages_load_nothing_from_other_sites(site):
@@ -81,6 +117,37 @@ def test_the_compatibility_promise_covers_exactly_the_api_pages():
     assert len(covered) == len(set(covered)), "a name is listed twice"
     assert sorted(rendered) == sorted(covered)
     assert len(covered) > 80
+
+
+def runtime_object(name: str) -> object:
+    """The object a dotted covered name stands for, imported: its longest importable module, then attributes."""
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            value = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[cut:]:
+            value = getattr(value, attr)
+        return value
+    raise LookupError(name)
+
+
+def unlisted_exports(covered: list[str]) -> list[str]:
+    """Names a covered package exports in ``__all__`` that the list covers under no name."""
+    listed = {id(runtime_object(name)) for name in covered}
+    packages = ("nectargan_core", "nectargan_models", "nectargan_losses", "nectargan_pix2pix",
+                "nectargan_pix2pix.data", "nectargan_core.testing")
+    return [f"{package}.{name}" for package in packages
+            for name in getattr(importlib.import_module(package), "__all__", ())
+            if not name.startswith("__") and id(getattr(importlib.import_module(package), name)) not in listed]
+
+
+def test_every_name_a_package_exports_is_covered():
+    covered = covered_names()
+    assert unlisted_exports(covered) == []
+    assert unlisted_exports([n for n in covered if n != "nectargan_pix2pix.data.dataset.PairedDataset"]) == [
+        "nectargan_pix2pix.data.PairedDataset"]
 
 
 def test_the_list_reader_fails_on_a_missing_or_extra_name():
@@ -138,5 +205,5 @@ def test_the_docstring_check_finds_a_missing_docstring(api):
 def test_the_docs_tools_are_in_the_test_extra():
     text = (ROOT / "pyproject.toml").read_text()
     extra = re.search(r"^test = \[(.*?)^\]", text, re.M | re.S).group(1)
-    for tool in ("mkdocs", "mkdocstrings[python]", "griffe-pydantic"):
+    for tool in ("mkdocs", "mkdocstrings[python]", "griffe-pydantic", "pymdown-extensions"):
         assert f'"{tool}' in extra, tool
