@@ -32,16 +32,26 @@ def data_group() -> None:
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Same seed, same bytes.")
 @click.option("--val", type=Fraction, default=0.1, show_default=True, help="Fraction of pairs for val/.")
 @click.option("--test", type=Fraction, default=0.1, show_default=True, help="Fraction of pairs for test/.")
-def synth(out_dir: Path, count: int, size: int, seed: int, val: float, test: float) -> None:
+@click.option("--unpaired", is_flag=True, help="Write two unpaired domains (trainA/ label maps, trainB/ renderings "
+                                               "of other scenes, ...) for CycleGAN; --count images per domain.")
+def synth(out_dir: Path, count: int, size: int, seed: int, val: float, test: float, unpaired: bool) -> None:
     """Write a deterministic synthetic dataset: label maps of shapes (A) and their shaded renderings (B).
+
+    With --unpaired, A and B are different scenes in the two styles, in the
+    unpaired layout (trainA/ trainB/ valA/ valB/ testA/ testB/).
 
     \b
     Examples:
       nectargan data synth datasets/shapes
       nectargan data synth datasets/shapes128 --size 128 --count 400 --seed 7
+      nectargan data synth datasets/shapes-unpaired --unpaired
     """
-    from .data.synth import write_synthetic
+    from .data.synth import write_synthetic, write_unpaired_synthetic
 
+    if unpaired:
+        counts = write_unpaired_synthetic(out_dir, count=count, size=size, seed=seed, val=val, test=test)
+        click.echo(f"wrote 2 x {count} unpaired {size}x{size} images to {out_dir} ({_counts(counts)} per domain)")
+        return
     counts = write_synthetic(out_dir, count=count, size=size, seed=seed, val=val, test=test)
     click.echo(f"wrote {count} aligned {size}x{size} pairs to {out_dir} ({_counts(counts)})")
 

@@ -149,3 +149,37 @@ def write_synthetic(out: Path, *, count: int, size: int, seed: int, val: float, 
             "classes": list(CLASSES), "splits": counts}
     (out / "synth.json").write_text(json.dumps(meta, indent=2) + "\n")
     return counts
+
+
+def write_unpaired_synthetic(out: Path, *, count: int, size: int, seed: int, val: float,
+                             test: float) -> dict[str, int]:
+    """Write two unpaired domains of ``count`` images each into ``out/trainA``, ``out/trainB``, val and test.
+
+    Domain A holds label maps (flat colours), domain B shaded renderings
+    (materials, light, shadows): the same kind of scenes in two styles, so a
+    CycleGAN learns a visible translation. Nothing pairs them: A's ``i``-th
+    image is scene ``2i`` and B's scene ``2i + 1``, each named after its scene. Returns the images per
+    split (each domain has as many); ``out/synth.json`` records how the set was made.
+    """
+    if out.exists() and any(out.iterdir()):
+        raise DatasetError(f"{out}: folder is not empty; choose a new folder for the synthetic dataset")
+    n_val, n_test = round(count * val), round(count * test)
+    n_train = count - n_val - n_test
+    if n_train < 1:
+        raise DatasetError(f"--count {count} with --val {val} and --test {test} leaves no training images")
+    counts = {"train": n_train, "val": n_val, "test": n_test}
+    index = 0
+    for split, n in counts.items():
+        if not n:
+            continue
+        for domain in ("A", "B"):
+            (out / f"{split}{domain}").mkdir(parents=True)
+        for _ in range(n):
+            for domain, scene in (("A", 2 * index), ("B", 2 * index + 1)):
+                image = render_pair(seed, scene, size)[0 if domain == "A" else 1]
+                Image.fromarray(image).save(out / f"{split}{domain}" / f"{scene:05d}.png", format="PNG")
+            index += 1
+    meta = {"generator": "nectargan-pix2pix synth --unpaired", "version": VERSION, "seed": seed, "size": size,
+            "domains": {"A": "label maps", "B": "renderings"}, "classes": list(CLASSES), "splits": counts}
+    (out / "synth.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return counts
