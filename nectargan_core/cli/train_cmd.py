@@ -7,6 +7,8 @@ import sys
 import click
 
 from ..errors import ConfigError
+from ..limits import PROCESSES_OPTION
+from ..text import printable
 from .options import all_overrides, config_options
 
 
@@ -20,7 +22,7 @@ from .options import all_overrides, config_options
               help="Start a new run from these network weights (fine-tuning; not a resume).")
 @click.option("--output-dir", metavar="DIR", default=None,
               help="With --resume latest: where to look for runs (default: runs).")
-@click.option("--nproc", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("--nproc", type=PROCESSES_OPTION, default=None, metavar="N",
               help="Train data-parallel in N processes on this machine (through torchrun's agent).")
 @click.option("--max-restarts", type=click.IntRange(min=0), default=0, show_default=True,
               help="With --nproc: restart the processes this often after a failure (each restart resumes).")
@@ -68,13 +70,13 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
                          output_dir=output_dir or "runs")
         say = run.trainer.is_main
         if say:
-            click.echo(f"resuming {run.dir} at epoch {run.trainer.epochs_done}, step {run.trainer.global_step}"
+            click.echo(f"resuming {printable(run.dir)} at epoch {run.trainer.epochs_done}, step {run.trainer.global_step}"
                        + _processes(run), err=True)
     else:
         run = Run.create(config_file, overrides=all_overrides(overrides, trainer))
         say = run.trainer.is_main
         if say:
-            click.echo(f"run directory: {run.dir}" + _processes(run), err=True)
+            click.echo(f"run directory: {printable(run.dir)}" + _processes(run), err=True)
     with graceful_stop(run.trainer) as received:
         run.fit()
     run.close()  # only after a normal end: after a failure the process just exits
@@ -86,10 +88,10 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
     if received:
         click.echo(
             f"interrupted at epoch {trainer_state.epochs_done}, step {trainer_state.global_step}; "
-            f"checkpoint saved. Resume with: nectargan train --resume {run.dir}", err=True)
+            f"checkpoint saved. Resume with: nectargan train --resume {printable(run.dir)}", err=True)
         sys.exit(EXIT_CODES.get(received[0], 1))
     click.echo(f"finished: {trainer_state.epochs_done} epochs, {trainer_state.global_step} steps; "
-               f"results in {run.dir}", err=True)
+               f"results in {printable(run.dir)}", err=True)
 
 
 def _processes(run: object) -> str:

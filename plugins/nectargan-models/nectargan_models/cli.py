@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from nectargan_core.config import describe_errors, parse_override_value
 from nectargan_core.errors import ConfigError
+from nectargan_core.limits import IMAGE_SIDE_OPTION
 from nectargan_core.plugins import get_plugins
 from nectargan_core.registry import Component
 
@@ -65,7 +66,7 @@ def list_models(as_json: bool) -> None:
 @click.argument("name")
 @click.option("--set", "overrides", metavar="OPTION=VALUE", multiple=True,
               help="Set an option, e.g. --set norm=instance (repeatable).")
-@click.option("--input-size", type=click.IntRange(min=1), default=256, show_default=True,
+@click.option("--input-size", type=IMAGE_SIDE_OPTION, default=256, show_default=True,
               help="Square input side for the output size and, for discriminators, the logit map.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def show_model(name: str, overrides: tuple[str, ...], input_size: int, as_json: bool) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import torch
 
-from nectargan_core.checkpoint import load_checkpoint
+from nectargan_core.checkpoint import load_checkpoint, restoring
 from nectargan_core.config import CoreConfig, validate_config
 from nectargan_core.errors import CheckpointError
 from nectargan_core.generators import GeneratorSpec
@@ -165,6 +165,8 @@ def load_generators(target: str | Path, which: str = "latest", directions: Seque
     if not isinstance(checkpoint.get("config"), Mapping):
         raise CheckpointError(f"{path}: the checkpoint has no stored config, so the generator's architecture is "
                               "unknown; for reference weights use nectargan models import FILE --arch NAME")
+    with restoring(str(path)):  # a damaged or crafted checkpoint: one line naming the file and what it lacks
+        epoch, global_step = int(checkpoint["epoch"]), int(checkpoint["global_step"])
     config = validate_config(checkpoint["config"], registry, source=f"{path} (stored config)")
     loaded = []
     for direction in wanted:
@@ -180,7 +182,7 @@ def load_generators(target: str | Path, which: str = "latest", directions: Seque
             raise CheckpointError(f"{path}: the generator weights do not fit the architecture in the stored config "
                                   f"({detail[:300]}{'...' if len(detail) > 300 else ''})") from None
         model.to(device).eval()
-        loaded.append(LoadedGenerator(model, config, path, int(checkpoint["epoch"]), int(checkpoint["global_step"]),
+        loaded.append(LoadedGenerator(model, config, path, epoch, global_step,
                                       direction=direction, spec=spec, directions=tuple(declared),
                                       tracked=declared[direction]))
     return loaded

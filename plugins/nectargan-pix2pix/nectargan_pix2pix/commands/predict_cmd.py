@@ -7,6 +7,8 @@ from typing import Optional
 
 import click
 
+from nectargan_core.limits import BATCH_OPTION
+
 from .options import (SizeType, check_reference_options, checkpoint_option, device_option, direction_option,
                       reference_options)
 
@@ -17,7 +19,7 @@ from .options import (SizeType, check_reference_options, checkpoint_option, devi
 @click.option("-o", "--out", "out_dir", required=True, type=click.Path(path_type=Path),
               help="Output folder (created if needed).")
 @checkpoint_option
-@click.option("--batch-size", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--batch-size", type=BATCH_OPTION, default=1, show_default=True,
               help="Images per forward pass (images of the same input size are batched together).")
 @device_option
 @click.option("-r", "--recursive", is_flag=True, help="Search input folders recursively (sub-folders are mirrored).")

@@ -7,6 +7,8 @@ from typing import Optional
 
 import click
 
+from nectargan_core.limits import BATCH_OPTION
+
 from .options import check_reference_options, checkpoint_option, device_option, direction_option, reference_options
 
 
@@ -20,7 +22,7 @@ from .options import check_reference_options, checkpoint_option, device_option, 
                    "(dropout on, per-batch BN statistics); the saved weights are never changed.")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None,
               help="Output folder (default: RUN_DIR/test/<checkpoint>-<split>[-train-mode]).")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None,
+@click.option("--batch-size", type=BATCH_OPTION, default=None,
               help="Images per batch (default: the run's data.<split>.batch_size).")
 @device_option
 @click.option("--data-root", type=click.Path(file_okay=False, path_type=Path), default=None,
