@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Optional
 
-from .check import UnreadableImage, image_size
+from .check import UnreadableImage, image_size, unfinished_split
 from .errors import DatasetError
 from .listing import IMAGE_EXTENSIONS, list_images
 from .options import SPLITS
@@ -70,6 +70,7 @@ def inspect_domains(root: str | Path, folder: str, *, verify: Literal["header", 
     """
     root = Path(root)
     report = DomainsReport(root, folder)
+    report.problems += unfinished_split(domain_dir(root, folder, "A"))  # a data split of root still under way
     for domain in DOMAINS:
         path = domain_dir(root, folder, domain)
         if not path.is_dir():
