@@ -190,11 +190,23 @@ class CycleGANTrainer(Trainer):
             loss = loss + self.objective.gradient_penalty(judge, real, fake)
         return loss
 
+    def _pool_state(self) -> tuple[list[torch.Tensor], list[torch.Tensor], Any]:
+        """What a step may change in the pools (their image lists and random state), for ``loop.nonfinite: skip``.
+
+        A query replaces list entries and never writes into a stored image, so shallow copies suffice.
+        """
+        return list(self.fake_A_pool.images), list(self.fake_B_pool.images), self.pool_random.getstate()
+
+    def _restore_pools(self, state: tuple[list[torch.Tensor], list[torch.Tensor], Any]) -> None:
+        self.fake_A_pool.images, self.fake_B_pool.images = list(state[0]), list(state[1])
+        self.pool_random.setstate(state[2])
+
     @hookimpl
     def train_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, Any]:
         cfg, autocast, gan = self.config.loss, self.precision.autocast, self.objective
         real_a, real_b = self._to_device(batch["A"]), self._to_device(batch["B"])
-        with self.kit.step(batch_idx):
+        with self.kit.step(batch_idx) as step:
+            pools = self._pool_state() if step.skip else None
             with autocast():
                 fake_b = self._g_a(real_a)
                 rec_a = self._g_b(fake_b)
@@ -223,6 +235,8 @@ class CycleGANTrainer(Trainer):
                                                        self.fake_A_pool.query(fake_a, self.dist))
                     loss_d = loss_d_a + loss_d_b
                 self.update_d.backward(loss_d)
+        if pools is not None and step.flags and bool(self.dist.any_on_device(torch.stack(step.flags).any())):
+            self._restore_pools(pools)  # the kit left the updates out; the pools forget the batch's fakes too
         losses = {"G/G_A": loss_g_a, "G/G_B": loss_g_b, "G/cycle_A": loss_cycle_a, "G/cycle_B": loss_cycle_b,
                   "G/idt_A": loss_idt_a, "G/idt_B": loss_idt_b, "G/total": loss_g,
                   "D/D_A": loss_d_a, "D/D_B": loss_d_b, "D/total": loss_d}
