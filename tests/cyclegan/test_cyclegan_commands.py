@@ -21,7 +21,12 @@ from nectargan_core.rundir import RunDir
 from nectargan_pix2pix.data.decode import read_image, to_channels
 from nectargan_pix2pix.evaluation import per_image
 from nectargan_pix2pix.inference import load_generator
-from support import run_cli
+from support import run_cli as run_cli_with_env
+
+
+def run_cli(*args, **kwargs):
+    """The real console script, on one thread: the networks are tiny, and a second thread only waits."""
+    return run_cli_with_env(*args, env={"OMP_NUM_THREADS": "1"}, **kwargs)
 
 from conftest import TINY_SETTINGS
 
@@ -34,7 +39,8 @@ def cyclegan_run(make_unpaired, tmp_path_factory):
     shutil.copytree(make_unpaired(16, 16, val=0.125, test=0.25), data)
     sorted((data / "testB").iterdir())[-1].unlink()
     settings = [f"data.root={data}", "data.load_size=16", "data.crop_size=16", "data.num_workers=0",
-                "data.batch_size=2", "loop.epochs=2", "run.device=cpu", "run.output_dir=runs", "visualizers=[]",
+                "data.batch_size=2", "loop.epochs=2", "run.device=cpu", "run.threads=1", "run.output_dir=runs",
+                "visualizers=[]",
                 "examples.count=2", "pool.size=4", *TINY_SETTINGS]
     trained = run_cli("train", "--trainer", "cyclegan", *(a for s in settings for a in ("--set", s)), cwd=root)
     assert trained.returncode == 0, trained.stderr
@@ -151,6 +157,7 @@ def test_export_writes_each_direction_s_generator(cyclegan_run, tmp_path):
             torch.testing.assert_close(exported(x), load_generator(run, direction=direction).model(x))
 
 
+@pytest.mark.slow  # the CLI loads torch
 def test_a_direction_the_checkpoint_lacks_is_one_line(tmp_path):
     checkpoint = save_checkpoint({"trainer": "pix2pix", "epoch": 1, "global_step": 1, "config": {}, "state": {}},
                                  tmp_path / "p2p.pt")

@@ -31,6 +31,7 @@ PER_SAMPLE_MODELS = ("models.generator.name=resnet", "models.generator.n_blocks=
 def train(data: Path, cwd: Path, out: str, batch_size: int, pool: int, *, nproc: int = 1, steps: int = 4):
     settings = [f"data.root={data}", "data.load_size=16", "data.crop_size=16", "data.num_workers=0",
                 f"data.batch_size={batch_size}", f"pool.size={pool}", "run.device=cpu", "run.deterministic=true",
+                "run.threads=1",
                 "visualizers=[]", "loop.log_every_steps=1", "loop.epochs=1", f"loop.max_steps={steps}",
                 "examples.every_epochs=null", f"run.output_dir={out}", *PER_SAMPLE_MODELS]
     args = ["train", "--trainer", "cyclegan", *(a for s in settings for a in ("--set", s))]

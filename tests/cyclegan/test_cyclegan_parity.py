@@ -162,7 +162,8 @@ class ReferenceCycleGAN:
 def cyclegan_config(tmp_path, root, **sections):
     base = {
         "trainer": "cyclegan",
-        "run": {"output_dir": str(tmp_path / "runs"), "device": "cpu", "seed": 3, "deterministic": True},
+        "run": {"output_dir": str(tmp_path / "runs"), "device": "cpu", "seed": 3, "deterministic": True,
+                "threads": 1},  # tiny networks: a second thread only waits (and on a busy machine, long)
         "loop": {"epochs": 1, "log_every_steps": 1},
         "checkpoint": {"save_last": False, "every_epochs": None},
         "data": {"root": str(root), "load_size": 16, "crop_size": 16, "num_workers": 0, "batch_size": 2},

@@ -106,7 +106,6 @@ def weights(trainer):
     return {name: copy.deepcopy(trainer.stateful[name].state_dict()) for name in ("G_A", "G_B", "D_A", "D_B")}
 
 
-@pytest.mark.slow
 def test_gradient_accumulation_equals_the_bigger_batch(tmp_path, data):
     per_sample = {"generator": {**TINY_MODELS["generator"], "norm": "none"},
                   "discriminator": {**TINY_MODELS["discriminator"], "norm": "none"}}
@@ -133,7 +132,6 @@ class Poison:
         self.after[trainer.global_step] = (weights(trainer), pools, trainer.pool_random.getstate())
 
 
-@pytest.mark.slow
 def test_skip_leaves_a_nan_batch_out_of_the_weights_and_the_pools(tmp_path, data, capsys):
     spy = Poison()
     run = Run.create(cyclegan_config(tmp_path, data, loop={"nonfinite": "skip", "epochs": 2, "max_steps": 5},
