@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import torch
 
-from nectargan_core.checkpoint import load_checkpoint, restoring
+from nectargan_core.checkpoint import load_checkpoint, restoring, state_problem
 from nectargan_core.config import CoreConfig, validate_config
 from nectargan_core.errors import CheckpointError
 from nectargan_core.generators import GeneratorSpec
@@ -143,7 +143,11 @@ def load_generators(target: str | Path, which: str = "latest", directions: Seque
     else:
         path = resolve_checkpoint(target, which)
         checkpoint = load_checkpoint(path)
-    trainer = checkpoint.get("trainer")
+    for entry in ("trainer", "state", "epoch", "global_step"):
+        if entry not in checkpoint:
+            raise CheckpointError(f"{path}: cannot restore: it has no '{entry}' entry; the checkpoint is damaged or "
+                                  "was written by another program")
+    trainer = checkpoint["trainer"]
     trainer_class = _trainer_class(trainer, path, registry)
     declared = dict(trainer_class.generators)
     if not declared:
@@ -157,14 +161,17 @@ def load_generators(target: str | Path, which: str = "latest", directions: Seque
         if direction not in declared:
             raise CheckpointError(f"{path}: --direction {direction}: this '{trainer}' checkpoint has a generator "
                                   f"for {' and '.join(declared)} only")
-    networks = checkpoint.get("state") if isinstance(checkpoint.get("state"), Mapping) else {}
+    networks = checkpoint["state"] if isinstance(checkpoint["state"], Mapping) else {}
     for direction in wanted:
-        if not isinstance(networks.get(declared[direction]), Mapping):
+        name = declared[direction]
+        if not isinstance(networks.get(name), Mapping):
             raise CheckpointError(f"{path}: not a {trainer} checkpoint with a generator (trainer "
-                                  f"'{trainer}', networks: {', '.join(networks) or 'none'})")
+                                  f"'{trainer}', networks: {', '.join(networks) or 'none'})"
+                                  + ("" if name in networks else f"; it has no '{name}' entry"))
     if not isinstance(checkpoint.get("config"), Mapping):
         raise CheckpointError(f"{path}: the checkpoint has no stored config, so the generator's architecture is "
-                              "unknown; for reference weights use nectargan models import FILE --arch NAME")
+                              "unknown; for reference weights use nectargan models import FILE --arch NAME "
+                              "(its 'config' entry is missing or not a mapping)")
     with restoring(str(path)):  # a damaged or crafted checkpoint: one line naming the file and what it lacks
         epoch, global_step = int(checkpoint["epoch"]), int(checkpoint["global_step"])
     config = validate_config(checkpoint["config"], registry, source=f"{path} (stored config)")
@@ -178,9 +185,8 @@ def load_generators(target: str | Path, which: str = "latest", directions: Seque
         try:
             model = _with_weights(build, networks[declared[direction]])
         except RuntimeError as exc:  # load_state_dict: keys or shapes that do not fit the stored architecture
-            detail = " ".join(str(exc).split())
             raise CheckpointError(f"{path}: the generator weights do not fit the architecture in the stored config "
-                                  f"({detail[:300]}{'...' if len(detail) > 300 else ''})") from None
+                                  f"({state_problem(exc)})") from None
         model.to(device).eval()
         loaded.append(LoadedGenerator(model, config, path, epoch, global_step,
                                       direction=direction, spec=spec, directions=tuple(declared),
