@@ -82,6 +82,8 @@ class RunSection(Section):
     deterministic: bool = Field(False, description="Use deterministic algorithms (bit-exact resume on CPU)")
     threads: Optional[Threads] = Field(None, description="torch intra-op threads (default: torch's choice)")
     init_from: Optional[str] = Field(None, description="Checkpoint to take network weights from (fine-tuning)")
+    init_from_strict: bool = Field(
+        True, description="init_from must fit every network exactly; false: load what fits, report what stays random")
 
     @field_validator("device")
     @classmethod
@@ -665,12 +667,14 @@ def dump_yaml(data: Mapping[str, Any]) -> str:
     return dump_yaml_text(dict(data), sort_keys=False, default_flow_style=False)
 
 
-def starter_yaml(model: type[BaseModel]) -> str:
-    """A commented YAML file listing every key with its default and description."""
-    lines = ["# NectarGAN run config. Every key is optional; shown values are the defaults.",
-             "# Validate with: nectargan config validate FILE", ""]
-    defaults = model().model_dump(mode="json") if _constructible(model) else {}
-    _emit(model, defaults, lines, indent=0)
+def starter_yaml(model: type[BaseModel], values: Mapping[str, Any] | None = None,
+                 title: list[str] | None = None) -> str:
+    """A commented YAML file listing every key with its description, and its default (or its value in ``values``)."""
+    lines = [*(title or ["# NectarGAN run config. Every key is optional; shown values are the defaults.",
+                         "# Validate with: nectargan config validate FILE"]), ""]
+    if values is None:
+        values = model().model_dump(mode="json") if _constructible(model) else {}
+    _emit(model, values, lines, indent=0)
     return "\n".join(lines) + "\n"
 
 

@@ -113,6 +113,15 @@ class RegistrationSpecs:
         """
 
     @hookspec
+    def register_presets(self, register: Register) -> None:
+        """Register named run configs that ``nectargan config init --preset NAME`` starts from.
+
+        ``register(name, config, description=...)`` where ``config`` is a
+        mapping of config values (or a ``"module:attribute"`` string naming
+        one) that names its ``trainer``; keys it leaves out keep their defaults.
+        """
+
+    @hookspec
     def register_commands(self, cli: "click.Group") -> None:
         """Add click commands to the ``nectargan`` command line: ``cli.add_command(cmd)``.
 

@@ -28,6 +28,7 @@ KINDS: dict[str, str] = {
     "visualizer": "register_visualizers",
     "callback": "register_callbacks",
     "config_section": "register_config_sections",
+    "preset": "register_presets",
 }
 HOOK_TO_KIND = {hook: kind for kind, hook in KINDS.items()}
 

@@ -32,7 +32,7 @@ from .checkpoint import load_checkpoint
 from .config import CoreConfig, dump_yaml, load_config, load_file
 from .device import resolve_device, seed_everything, set_deterministic
 from .distributed import Distributed
-from .errors import CheckpointError, ConfigError, PluginError
+from .errors import CheckpointError, ConfigError, NectarGANError, PluginError
 from .guard import guard
 from .metrics import read_metrics
 from .plugins import PluginHost, env_flag, get_plugins, make_tracer
@@ -99,7 +99,12 @@ class Run:
         if checkpoint is not None:
             self.trainer.load_checkpoint(checkpoint)
         elif run_cfg.init_from:
-            self.init_report = self.trainer.init_from(run_cfg.init_from)
+            try:
+                self.init_report = self.trainer.init_from(run_cfg.init_from, strict=run_cfg.init_from_strict)
+            except NectarGANError as exc:  # the new run directory says why it never trained
+                if self.dist.is_main:
+                    run_dir.write_status("failed", epoch=0, step=0, error=f"{type(exc).__name__}: {exc}")
+                raise
 
     def _register(self, plugin: Any, name: str) -> None:
         try:
@@ -126,6 +131,8 @@ class Run:
         """A new run (new ``version_N`` directory) from a config file, dict or object."""
         host = host or get_plugins()
         resolved = load_config(config, overrides, host.registry)
+        if resolved.run.init_from and not Path(resolved.run.init_from).is_file():  # before a run directory exists
+            raise CheckpointError(f"{resolved.run.init_from}: checkpoint file not found (run.init_from)")
         restarted = elastic_restart_target(resolved.run.output_dir, resolved.run.name)
         if restarted is not None:
             if os.environ.get("RANK", "0") == "0":

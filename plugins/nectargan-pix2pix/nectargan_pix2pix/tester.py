@@ -17,7 +17,8 @@ translates it back; the scores compare that cycle reconstruction with the
 input, and the grids show input | output | reconstruction. Those results go
 to ``RUN_DIR/test/<checkpoint>-<split>-<direction>/``.
 
-``mode="eval"`` runs G in eval mode (dropout off, BN running statistics).
+``mode="eval"`` runs G in eval mode (dropout off, BN running statistics);
+without ``mode`` the run's config decides (``test.mode``, eval by default).
 ``mode="train"`` reproduces the reference's test behaviour, which never calls
 ``eval()``: dropout on and BN on the statistics of each batch (so results
 depend on the batch size; the reference uses 1). The saved weights are never
@@ -126,7 +127,7 @@ def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional
     return dataset
 
 
-def run_test(target: str | Path, which: str = "latest", *, split: str = "test", mode: Mode = "eval",
+def run_test(target: str | Path, which: str = "latest", *, split: str = "test", mode: Optional[Mode] = None,
              out_dir: Optional[Path] = None, batch_size: Optional[int] = None, device: str | torch.device = "cpu",
              data_root: Optional[Path] = None, grid: bool = False, arch: Optional[str] = None,
              arch_options: Sequence[str] = (), direction: Optional[str] = None) -> EvaluationReport:
@@ -136,6 +137,10 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
     """
     generator, *inverse = load_generators(target, which, [direction], device=device, arch=arch,
                                           arch_options=arch_options, inverse=True)
+    if mode is None:
+        # the run's own choice (the reference preset: train); a trainer without a test section: eval
+        section = getattr(generator.config, "test", None)
+        mode = getattr(section, "mode", "eval")
     dataset = split_dataset(generator, split, data_root=data_root, batch_size=batch_size)
     if not len(dataset):
         raise DatasetError(f"{dataset.path}: no images in the {split} split")
