@@ -13,7 +13,6 @@ from nectargan_core import Run, hookimpl
 from nectargan_core.config import validate_config
 from nectargan_core.errors import ConfigError
 from nectargan_core.plugins import get_plugins
-from nectargan_cyclegan.trainer import reference_lr_schedule
 from nectargan_losses.schedules import build_schedule
 
 from conftest import TINY_MODELS
@@ -50,7 +49,8 @@ def test_defaults_are_the_reference_s():
 
 @pytest.mark.parametrize("epochs", [1, 4, 9, 200])
 def test_the_default_schedule_is_the_reference_policy_fitted_to_loop_epochs(epochs):
-    schedule = build_schedule(reference_lr_schedule(epochs), get_plugins().registry)
+    config = validate_config({"trainer": "cyclegan", "loop": {"epochs": epochs}}, get_plugins().registry)
+    schedule = build_schedule(config.optim.lr_schedule.model_dump(), get_plugins().registry, epochs=epochs)
     n_epochs, n_decay = epochs - epochs // 2, epochs // 2
     if epochs == 200:
         assert (n_epochs, n_decay) == (100, 100)  # the reference's 100 + 100

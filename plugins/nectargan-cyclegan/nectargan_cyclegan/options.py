@@ -10,7 +10,7 @@ These fields become top-level sections of the run config when
       discriminator: {name: patchgan_70, norm: instance}   # D_A judges B images, D_B judges A images
     loss: {gan_mode: lsgan, lambda_A: 10, lambda_B: 10, lambda_identity: 0.5}
     pool: {size: 50}
-    optim: {lr_g: 2.0e-4, lr_d: 2.0e-4, beta1: 0.5}   # lr_schedule null: constant, then linear decay to 0
+    optim: {lr_g: 2.0e-4, lr_d: 2.0e-4, beta1: 0.5}   # LR constant for half of loop.epochs, then decaying to 0
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, ValidationInfo, model_validator
 
 from nectargan_core.config import Section, choice_of, registry_from
 from nectargan_losses.options import ScheduleChoice
-from nectargan_pix2pix.options import ExamplesSection, PrecisionSection
+from nectargan_pix2pix.options import RUN_LENGTH_LR, ExamplesSection, PrecisionSection, TestSection
 
 DataChoice = choice_of("dataset", default="unpaired")
 GeneratorChoice = choice_of("model", default="resnet_9blocks")
@@ -119,13 +119,15 @@ class OptimSection(Section):
     beta1: float = Field(0.5, ge=0, lt=1, description="Adam beta1 (both optimizers)")
     beta2: float = Field(0.999, ge=0, lt=1, description="Adam beta2 (both optimizers)")
     weight_decay: float = Field(0.0, ge=0, description="Adam weight decay (L2, both optimizers)")
-    implementation: Literal["auto", "fused", "foreach", "single"] = Field(
+    implementation: Literal["auto", "fused", "foreach", "single", "default"] = Field(
         "auto", description="Adam kernel: auto (fused where the device supports it), fused, foreach, single "
-                            "(the reference's per-tensor loop)")
-    lr_schedule: Optional[ScheduleChoice] = Field(
-        None, description="LR multiplier schedule of G (and of D unless lr_schedule_d); null: the reference's "
-                          "policy fitted to loop.epochs: constant for the first half, then linear decay to zero "
-                          "(100 + 100 for 200 epochs)")
+                            "(per-tensor loop), default (torch's own choice, as the reference: foreach on CUDA, "
+                            "single on CPU)")
+    lr_schedule: ScheduleChoice = Field(
+        default_factory=lambda: ScheduleChoice(**RUN_LENGTH_LR),
+        description="LR multiplier schedule of G (and of D unless lr_schedule_d); the default is the reference's "
+                    "policy fitted to loop.epochs: constant for the first half, then linear decay to zero "
+                    "(100 + 100 for 200 epochs)")
     lr_schedule_d: Optional[ScheduleChoice] = Field(None, description="Separate LR schedule for D (null: as G's)")
     gradient_accumulation: int = Field(1, ge=1, description="Batches whose gradients are summed per update")
     grad_clip: Optional[float] = Field(None, gt=0, description="Clip the gradient norm of each update (G_A+G_B "
@@ -157,3 +159,4 @@ class CycleGANOptions(BaseModel):
     precision: PrecisionSection = Field(default_factory=PrecisionSection, description="Autocast and memory format")
     validation: ValidationSection = Field(default_factory=ValidationSection, description="Validation metrics")
     examples: ExamplesSection = Field(default_factory=ExamplesSection, description="Example image grids")
+    test: TestSection = Field(default_factory=TestSection, description="How nectargan test runs the generators")

@@ -23,3 +23,10 @@ def register_trainers(register):
 def register_datasets(register):
     register("unpaired", "nectargan_cyclegan.dataset:build_unpaired_dataset", options=UnpairedDataOptions,
              description="Unpaired A/B images: trainA/ and trainB/ (valA/ valB/, testA/ testB/) of any sizes")
+
+
+@hookimpl
+def register_presets(register):
+    register("cyclegan-reference", "nectargan_cyclegan.presets:CYCLEGAN_REFERENCE",
+             description="The CycleGAN reference's train.py and test.py recipe (200 epochs, resnet_9blocks, "
+                         "pools of 50, batch 1)")

@@ -31,28 +31,26 @@ from nectargan_core import ResumableSampler, Trainer, TrainerKit, hookimpl
 from nectargan_core.errors import ConfigError
 from nectargan_core.generators import GeneratorSpec
 from nectargan_losses.gan import GANObjective
-from nectargan_losses.schedules import build_schedule, lr_scheduler
+from nectargan_losses.schedules import build_schedule, lr_scheduler, refresh_lr
 from nectargan_pix2pix.compilation import compile_for_training
 from nectargan_pix2pix.evaluation import MetricAccumulator, evaluation_mode
 from nectargan_pix2pix.examples import save_grid
 from nectargan_pix2pix.networks import build_network, data_channels
 from nectargan_pix2pix.precision import Precision
-from nectargan_pix2pix.trainer import make_adam
+from nectargan_pix2pix.trainer import make_adam, warn_if_decay_never_starts
 
 from .options import CycleGANOptions
 from .pool import ImagePool, PoolRandom
-
-
-def reference_lr_schedule(epochs: int) -> dict[str, Any]:
-    """The reference's LR policy fitted to ``epochs``: constant for the first half, linear decay over the second."""
-    decay = epochs // 2
-    return {"name": "pix2pix_linear", "n_epochs": epochs - decay, "n_epochs_decay": decay}
 
 
 class CycleGANTrainer(Trainer):
     """Unpaired image-to-image translation with cycle consistency (Zhu et al., 2017)."""
 
     options = CycleGANOptions
+    #: What ``nectargan export --format reference`` writes: the reference's network name -> (tracked network,
+    #: config key of its model); and the reference's ``--model`` that loads them.
+    reference_networks = {"G_A": ("G_A", "models.generator"), "G_B": ("G_B", "models.generator")}
+    reference_model = "cycle_gan"
     #: Every process validates its share of the val split; the sums are reduced.
     distributed_validation = True
     #: The two updates' mechanics (and with them ``loop.nonfinite: skip``).
@@ -115,11 +113,11 @@ class CycleGANTrainer(Trainer):
         discriminators = itertools.chain(self.D_A.parameters(), self.D_B.parameters())
         self.opt_G = self.track("opt_G", make_adam(generators, optim.lr_g, optim, self.device))
         self.opt_D = self.track("opt_D", make_adam(discriminators, optim.lr_d, optim, self.device))
-        schedule = optim.lr_schedule.model_dump() if optim.lr_schedule is not None else \
-            reference_lr_schedule(cfg.loop.epochs)
-        schedule_g = build_schedule(schedule, self.registry)
-        schedule_d = (build_schedule(optim.lr_schedule_d.model_dump(), self.registry)
+        epochs = cfg.loop.epochs  # for schedules that follow the run's length (the default one does)
+        schedule_g = build_schedule(optim.lr_schedule.model_dump(), self.registry, epochs=epochs)
+        schedule_d = (build_schedule(optim.lr_schedule_d.model_dump(), self.registry, epochs=epochs)
                       if optim.lr_schedule_d is not None else schedule_g)
+        warn_if_decay_never_starts(schedule_g, epochs, "optim.lr_schedule", self.is_main)
         self.sched_G = self.track("sched_G", lr_scheduler(self.opt_G, schedule_g))
         self.sched_D = self.track("sched_D", lr_scheduler(self.opt_D, schedule_d))
         self.lr_units = (schedule_g.unit, schedule_d.unit)
@@ -243,6 +241,12 @@ class CycleGANTrainer(Trainer):
         return {key: value.detach() for key, value in losses.items()}
 
     # -- epochs, validation, examples ---------------------------------------
+    @hookimpl
+    def on_load_checkpoint(self) -> None:
+        """After a resume, the LR the (possibly re-fitted) schedule gives now, not the one saved with the old."""
+        refresh_lr(self.sched_G)
+        refresh_lr(self.sched_D)
+
     @hookimpl
     def on_epoch_end(self, epoch: int) -> None:
         if self.lr_units[0] == "epoch":
