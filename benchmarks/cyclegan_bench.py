@@ -72,10 +72,12 @@ def reference_step(G_A: Any, G_B: Any, D_A: Any, D_B: Any) -> Callable[[dict], A
     opt_g = torch.optim.Adam(itertools.chain(G_A.parameters(), G_B.parameters()), lr=2e-4, betas=(0.5, 0.999))
     opt_d = torch.optim.Adam(itertools.chain(D_A.parameters(), D_B.parameters()), lr=2e-4, betas=(0.5, 0.999))
     pool_a, pool_b = ReferencePool(50), ReferencePool(50)
+    # GANLoss('lsgan'): its labels are buffers on the device, expanded to the prediction's shape
+    device = next(G_A.parameters()).device
+    labels = {True: torch.tensor(1.0, device=device), False: torch.tensor(0.0, device=device)}
 
     def gan(prediction: torch.Tensor, real: bool) -> torch.Tensor:
-        return F.mse_loss(prediction, torch.tensor(1.0 if real else 0.0, device=prediction.device).expand_as(
-            prediction))
+        return F.mse_loss(prediction, labels[real].expand_as(prediction))
 
     def requires_grad(nets: list, flag: bool) -> None:
         for net in nets:
