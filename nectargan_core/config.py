@@ -21,7 +21,9 @@ from typing import Any, ClassVar, Iterable, Literal, Mapping, Optional, Union
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -35,6 +37,8 @@ from pydantic_core import PydanticCustomError, PydanticUndefined
 from .capabilities import check_capabilities
 from .errors import ConfigError, PluginError
 from .limits import MAX_CONFIG_BYTES, MAX_INT, MIN_INT, Seed, Threads, check_data, check_name
+from .provenance import KEY as PROVENANCE_KEY
+from .provenance import PartRecord, validate_recorded
 from .registry import Registry
 from .strict_yaml import dump_yaml_text, load_yaml
 from .text import printable
@@ -150,6 +154,8 @@ class CoreConfig(Section):
     callbacks: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Callbacks enabled for this run, name -> options"
     )
+    provenance: list[PartRecord] = Field(
+        default_factory=list, description="Written by nectargan: the distribution and version of every part named")
 
     @field_validator("visualizers", "callbacks", mode="before")
     @classmethod
@@ -174,7 +180,9 @@ class CoreConfig(Section):
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved config as plain JSON-ready data (what run directories store)."""
-        return self.model_dump(mode="json")
+        data = self.model_dump(mode="json")
+        data[PROVENANCE_KEY] = data.pop(PROVENANCE_KEY)  # last: it describes the sections above
+        return data
 
 
 def plain_name(value: str) -> str:
@@ -356,15 +364,22 @@ def validate_options(
 
 
 class ComponentChoice(BaseModel):
-    """A named part plus its options, e.g. ``{name: unet_256, norm: instance}``.
+    """A named part plus its options, e.g. ``{name: unet_256, norm: instance}``, or a bare name.
 
     Subclass with ``kind`` set (see :func:`choice_of`); the options are checked
     against the part's registered options model and filled with its defaults.
+    A bare name (``unet_256``, or ``nectargan-models:unet_256``) means that part
+    with its default options.
     """
 
     model_config = ConfigDict(extra="allow")
     kind: ClassVar[str] = ""
     name: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _check_options(self, info: ValidationInfo) -> "ComponentChoice":
@@ -390,6 +405,47 @@ def choice_of(kind: str, default: str | None = None) -> type[ComponentChoice]:
     model = create_model(name, __base__=ComponentChoice, __module__=__name__, **fields)
     model.kind = kind
     return model
+
+
+def name_of(kind: str) -> Any:
+    """A field type for the name of a registered part of ``kind``, checked when the config is validated.
+
+    ``metric: name_of("loss") = Field("l1", validate_default=True)``: the value is
+    a bare name or ``distribution:name``; an unknown or ambiguous name fails at
+    config time with the same message as the core's own names (a "did you mean",
+    the names available). Works in lists too: ``list[name_of("loss")]``.
+    """
+    from typing import Annotated
+
+    def check(value: str, info: ValidationInfo) -> str:
+        registry = registry_from(info)
+        if registry is not None:
+            try:
+                registry.get(kind, value)
+            except PluginError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    return Annotated[str, AfterValidator(check), Field(json_schema_extra={"nectargan_kind": kind})]
+
+
+def parts_of(kind: str) -> Any:
+    """A field type for several parts of ``kind`` with their options, like ``visualizers``.
+
+    Accepts ``{name: {option: value}}``, ``[name, ...]`` or ``[{name: ..., option: value}]``;
+    each name is checked and its options validated and filled with their
+    defaults when the config is validated.
+    """
+    from typing import Annotated
+
+    def check(value: dict[str, dict[str, Any]], info: ValidationInfo) -> dict[str, dict[str, Any]]:
+        registry = registry_from(info)
+        if registry is None:
+            return value
+        return {name: validate_options(registry, kind, name, options or {}, info) for name, options in value.items()}
+
+    return Annotated[dict[str, dict[str, Any]], BeforeValidator(names_to_dict), AfterValidator(check),
+                     Field(json_schema_extra={"nectargan_kind": kind})]
 
 
 # -- building the model ------------------------------------------------------
@@ -420,6 +476,18 @@ def _add_section(fields: dict[str, Any], owners: dict[str, str], name: str, spec
 
 
 def validate_config(
+    data: Mapping[str, Any], registry: Registry | None, *, source: str = "config"
+) -> CoreConfig:
+    """Validate raw config data; raise :class:`ConfigError` naming every bad key.
+
+    The result records who provided each part it names (``provenance``); a
+    ``provenance`` block in ``data`` is checked against what is installed now
+    (see :mod:`nectargan_core.provenance`).
+    """
+    return validate_recorded(data, registry, source, _validate_sections)
+
+
+def _validate_sections(
     data: Mapping[str, Any], registry: Registry | None, *, source: str = "config"
 ) -> CoreConfig:
     """Validate raw config data; raise :class:`ConfigError` naming every bad key."""
@@ -587,7 +655,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_+\-]*(\.[A-Za-z_][A-Za-z0-9_+\-]*)*$")
+KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_+:\-]*(\.[A-Za-z_][A-Za-z0-9_+:\-]*)*$")
 
 
 def parse_override_value(raw: str) -> Any:
@@ -689,6 +757,8 @@ def _constructible(model: type[BaseModel]) -> bool:
 def _emit(model: type[BaseModel], values: Mapping[str, Any], lines: list[str], indent: int) -> None:
     pad = "  " * indent
     for name, info in model.model_fields.items():
+        if indent == 0 and name == PROVENANCE_KEY:
+            continue  # nectargan writes it
         value = values.get(name)
         sub = _submodel(info.annotation)
         comment = f"  # {info.description}" if info.description else ""

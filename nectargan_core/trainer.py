@@ -683,6 +683,7 @@ class Trainer:
         self._saved_at = (self.epochs_done, self.global_step)
         self.metrics_log.truncate_to(int(loop.get("metrics_records", 0)))
         self.hook.on_load_checkpoint(trainer=self, checkpoint=checkpoint)
+        self.hook.on_resume(trainer=self, checkpoint=checkpoint, step=self.global_step)
         return checkpoint
 
 
