@@ -20,7 +20,7 @@ nectargan="$venv/bin/nectargan"
 
 if [ ! -d quickstart/data-unpaired/trainA ]; then
     echo "==> making the synthetic unpaired dataset (A: label maps, B: renderings of other scenes)"
-    "$nectargan" data synth quickstart/data-unpaired --unpaired --count 300 --size 64 --seed 0
+    "$nectargan" data synth quickstart/data-unpaired --unpaired --count 150 --size 64 --seed 0
 fi
 "$nectargan" data check quickstart/data-unpaired --quick
 
