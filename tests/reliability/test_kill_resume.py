@@ -348,8 +348,18 @@ def cyclegan_runs(tmp_path_factory):
 
 @pytest.mark.slow
 def test_killed_and_resumed_cyclegan_run_equals_uninterrupted_run(cyclegan_runs):
+    from nectargan_core.config import load_config
+    from nectargan_core.plugins import get_plugins
+
     expected, actual = final_state(cyclegan_runs["uninterrupted"]), final_state(cyclegan_runs["killed"])
     assert actual["global_step"] == 12 and actual["epoch"] == 2
+    # As for pix2pix: the resumed run's config.yaml has the schedule's default options filled in; compare the
+    # configs as resolved, the rest bit for bit.
+    registry = get_plugins().registry
+    configs = [state.pop("config") for state in (expected, actual)]
+    assert configs[0]["callbacks"] == configs[1]["callbacks"] == {"killer": {}}
+    resolved = [load_config({**config, "callbacks": {}}, (), registry).to_dict() for config in configs]
+    assert resolved[0] == resolved[1]
     # G_A, G_B, D_A, D_B, both Adam states, schedules, scalers, the pools' images and random state, RNG, counters.
     assert_identical(expected, actual, "checkpoint")
     assert not torch.equal(actual["state"]["fake_B_pool"]["images"][0], actual["state"]["fake_A_pool"]["images"][0])
