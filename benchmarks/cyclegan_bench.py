@@ -133,13 +133,24 @@ def make_trainer(device: str, size: int, batch: int, data: Path, out: Path, impl
     return trainer
 
 
-def compare(device: str, repeats: int, say: Callable[[str, str, str], None], *, size: int = 256,
+def compare(device: str, repeats: int, say: Callable[[str, str, str], None], *, size: int | None = None,
             batch: int = 1) -> dict[str, Any]:
-    """Time the three variants at ``size`` x ``batch`` on ``device``; print with ``say(section, what, value)``."""
+    """Time the three variants at ``size`` x ``batch`` on ``device``; print with ``say(section, what, value)``.
+
+    ``size`` defaults to 256 (the reference's crop) on CUDA and to 64 elsewhere, so that
+    ``benchmarks/gpu.py --smoke-cpu`` checks this code in seconds rather than timing a CPU.
+    """
+    if size is None:
+        size = 256 if torch.device(device).type == "cuda" else 64
+    with tempfile.TemporaryDirectory(prefix="nectargan-cyclegan-bench-") as tmp:
+        return _compare(device, repeats, say, size, batch, Path(tmp))
+
+
+def _compare(device: str, repeats: int, say: Callable[[str, str, str], None], size: int, batch: int,
+             tmp: Path) -> dict[str, Any]:
     import run as bench  # benchmarks/run.py: the engine's per-step bookkeeping
     from nectargan_pix2pix.data.synth import write_unpaired_synthetic
 
-    tmp = Path(tempfile.mkdtemp(prefix="nectargan-cyclegan-bench-"))
     data = tmp / "data"
     write_unpaired_synthetic(data, count=4, size=16, seed=0, val=0.25, test=0.0)  # the trainer needs one
     # the reference's default Adam: foreach on CUDA, the single-tensor loop on the CPU
