@@ -134,20 +134,30 @@ def make_trainer(device: str, size: int, batch: int, data: Path, out: Path, impl
 
 
 def compare(device: str, repeats: int, say: Callable[[str, str, str], None], *, size: int | None = None,
-            batch: int = 1) -> dict[str, Any]:
+            batch: int = 1, warmup: int | None = None) -> dict[str, Any]:
     """Time the three variants at ``size`` x ``batch`` on ``device``; print with ``say(section, what, value)``.
 
-    ``size`` defaults to 256 (the reference's crop) on CUDA and to 64 elsewhere, so that
-    ``benchmarks/gpu.py --smoke-cpu`` checks this code in seconds rather than timing a CPU.
+    ``size`` and ``warmup`` default to 256 (the reference's crop) and 3 steps on CUDA, and to
+    32 and 1 elsewhere, so that ``benchmarks/gpu.py --smoke-cpu`` checks this code quickly
+    rather than timing a CPU; that check also runs on one thread (on a busy 2-core machine a
+    second thread only waits: 14 s instead of 2 s a step at 32x1, measured under a load of 8).
     """
-    if size is None:
-        size = 256 if torch.device(device).type == "cuda" else 64
-    with tempfile.TemporaryDirectory(prefix="nectargan-cyclegan-bench-") as tmp:
-        return _compare(device, repeats, say, size, batch, Path(tmp))
+    cuda = torch.device(device).type == "cuda"
+    smoke = not cuda and size is None
+    size = size if size is not None else 256 if cuda else 32
+    warmup = warmup if warmup is not None else WARMUP if cuda else 1
+    threads = torch.get_num_threads()
+    if smoke:
+        torch.set_num_threads(1)
+    try:
+        with tempfile.TemporaryDirectory(prefix="nectargan-cyclegan-bench-") as tmp:
+            return _compare(device, repeats, say, size, batch, warmup, Path(tmp))
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _compare(device: str, repeats: int, say: Callable[[str, str, str], None], size: int, batch: int,
-             tmp: Path) -> dict[str, Any]:
+             warmup: int, tmp: Path) -> dict[str, Any]:
     import run as bench  # benchmarks/run.py: the engine's per-step bookkeeping
     from nectargan_pix2pix.data.synth import write_unpaired_synthetic
 
@@ -178,13 +188,13 @@ def _compare(device: str, repeats: int, say: Callable[[str, str, str], None], si
 
     times: dict[str, list[float]] = {name: [] for name in variants}
     names = list(variants)
-    for r in range(WARMUP + repeats):
+    for r in range(warmup + repeats):
         for name in names[r % len(names):] + names[:r % len(names)]:  # order rotated every round
             sync()
             start = time.perf_counter()
             variants[name](r)
             sync()
-            if r >= WARMUP:
+            if r >= warmup:
                 times[name].append(time.perf_counter() - start)
     medians = {name: statistics.median(values) for name, values in times.items()}
     key = f"{size}x{batch}"
@@ -210,7 +220,7 @@ def main() -> int:
 
     print(f"CycleGAN step, ours vs the reference, {args.size}x{args.batch} on {args.device} "
           f"({torch.get_num_threads()} threads)", flush=True)
-    compare(args.device, args.repeats, say, size=args.size, batch=args.batch)
+    compare(args.device, args.repeats, say, size=args.size, batch=args.batch, warmup=WARMUP)
     return 0
 
 
