@@ -38,6 +38,7 @@ _LAZY = {
     "Update": ("nectargan_core.update", "Update"),
     "optimizer_step": ("nectargan_core.update", "optimizer_step"),
     "AccumulationGroup": ("nectargan_core.accumulation", "AccumulationGroup"),
+    "GeneratorSpec": ("nectargan_core.generators", "GeneratorSpec"),
     "load_config": ("nectargan_core.config", "load_config"),
     "choice_of": ("nectargan_core.config", "choice_of"),
     "name_of": ("nectargan_core.config", "name_of"),

@@ -28,6 +28,7 @@ from .rundir import RunDir
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import ComponentChoice, CoreConfig
+    from .generators import GeneratorSpec
     from .registry import Registry
 
 
@@ -45,6 +46,12 @@ class Trainer:
     """Core options this trainer implements in its step (see ``nectargan_core.capabilities``), e.g.
     ``"nonfinite_skip"`` for ``loop.nonfinite: skip``; a config asking for one it lacks is refused.
     Declaring ``kit = TrainerKit()`` in the class body adds the kit's.
+    """
+    generators: ClassVar[Mapping[str, str]] = {}
+    """For the inference commands (test, predict, export): each translation direction ("AtoB",
+    "BtoA") this trainer's checkpoints can run, and the tracked name of the generator that
+    translates that way, the default direction first. Empty: the commands refuse its checkpoints.
+    See ``nectargan_core.generators``.
     """
 
     def __init__(
@@ -90,6 +97,12 @@ class Trainer:
         self._stop_request: tuple[str, bool] | None = None
 
     # -- for subclasses --------------------------------------------------
+    @classmethod
+    def generator_spec(cls, config: "CoreConfig", direction: str) -> "GeneratorSpec":
+        """How the generator of ``direction`` (a key of ``generators``) is built from a checkpoint's config."""
+        raise PluginError(f"trainer {cls.__name__} declares no generator_spec(config, direction), so the inference "
+                          "commands cannot rebuild its generators")
+
     def setup(self) -> None:
         """Build networks, optimizers and data; called once before any resume."""
 

@@ -88,18 +88,21 @@ class ExportReport:
 
 def export_generator(target: str | Path, which: str = "latest", *, fmt: Format = "onnx",
                      output: Optional[Path] = None, size: Optional[tuple[int, int]] = None,
-                     opset: int = 18, tolerance: float = 1e-4) -> ExportReport:
-    """Export the generator of a checkpoint, check it, and write its sidecar; raise if parity fails."""
+                     opset: int = 18, tolerance: float = 1e-4, direction: Optional[str] = None) -> ExportReport:
+    """Export the generator of ``direction`` (None: the checkpoint's first), check it, and write its sidecar;
+    raise if parity fails."""
     if fmt == "onnx" and not all(importlib.util.find_spec(name) for name in ("onnx", "onnxscript")):
         raise ExportError(f"ONNX export needs the onnx and onnxscript packages: {INSTALL_HINT}")
-    generator = load_generator(target, which, device="cpu")
+    generator = load_generator(target, which, device="cpu", direction=direction)
     height, width = size or (generator.training_size or 256,) * 2
     multiple = generator.size_multiple
     if height % multiple or width % multiple:
         raise ExportError(f"--size {height}x{width}: height and width must be multiples of {multiple} "
                           "for this generator")
+    # a checkpoint with a generator per direction names the export after the direction
+    stem = generator.name if len(generator.directions) == 1 else f"{generator.name}-{generator.direction}"
     path = Path(output) if output is not None else (
-        run_dir_of(generator.checkpoint) / "export" / f"{generator.name}{SUFFIXES[fmt]}")
+        run_dir_of(generator.checkpoint) / "export" / f"{stem}{SUFFIXES[fmt]}")
     if path.is_dir():
         raise ExportError(f"{path}: is a folder; give -o a file name")
 
@@ -226,7 +229,7 @@ def describe(generator: LoadedGenerator, path: Path, fmt: Format, size: tuple[in
     Tensors are named only in ONNX; a TorchScript module takes one positional tensor.
     """
     in_channels, out_channels = generator.channels
-    choice = generator.config.models.generator
+    choice = generator.spec.model if generator.spec is not None else generator.config.models.generator
 
     def tensor(name: str, channels: int) -> dict[str, Any]:
         named = {"name": name} if fmt == "onnx" else {}
@@ -245,6 +248,8 @@ def describe(generator: LoadedGenerator, path: Path, fmt: Format, size: tuple[in
         "epoch": generator.epoch,
         "global_step": generator.global_step,
         "generator": {"name": choice.name, **choice.options},
+        "direction": generator.direction,
+        "network": generator.tracked,
         "parity": parity.as_dict(),
         "torch": torch.__version__,
     }

@@ -9,6 +9,14 @@ Results go to ``RUN_DIR/test/<checkpoint>-<split>/``::
     images/        the generator's outputs, one PNG per input, named after it
     grids/         input | output | target per image (with ``grid=True``)
 
+A paired dataset scores each output against its target. An unpaired one
+(a dataset with domains, such as CycleGAN's) has no targets: the generator
+of ``direction`` translates each image of its input domain (``<split>A/``
+for ``AtoB``) and the checkpoint's generator of the other direction
+translates it back; the scores compare that cycle reconstruction with the
+input, and the grids show input | output | reconstruction. Those results go
+to ``RUN_DIR/test/<checkpoint>-<split>-<direction>/``.
+
 ``mode="eval"`` runs G in eval mode (dropout off, BN running statistics);
 without ``mode`` the run's config decides (``test.mode``, eval by default).
 ``mode="train"`` reproduces the reference's test behaviour, which never calls
@@ -28,6 +36,7 @@ from pathlib import Path
 from typing import Any, Literal, Optional, Sequence
 
 import torch
+from torch.utils.data import DataLoader
 
 from nectargan_core.atomic import atomic_write_text
 from nectargan_core.errors import NectarGANError
@@ -39,7 +48,7 @@ from .evaluation import METRICS, per_image, to_unit
 from .examples import save_grid
 from .files import output_names
 from .images import Fit, save_png
-from .inference import LoadedGenerator, load_generator, run_dir_of
+from .inference import LoadedGenerator, load_generators, run_dir_of
 from .evaluation import evaluation_mode
 
 Mode = Literal["eval", "train"]
@@ -58,11 +67,17 @@ class EvaluationReport:
     values: dict[str, list[float]]
     mean: dict[str, float]
     baseline: Optional[dict[str, float]]
+    #: What the scores compare: the targets, or (unpaired) the inputs with their cycle reconstructions.
+    compared: str = "output with target"
+    sources: Optional[list[str]] = None
+    data_root: Optional[Path] = None
 
     def summary(self) -> str:
         """One line: what was tested and how it scored, next to the trivial baseline."""
+        cycle = self.compared != "output with target"
+        what = f"{self.generator.direction}, {self.compared}: " if cycle else ""
         line = (f"{self.split}: {len(self.names)} images, {self.generator.name} (epoch {self.generator.epoch}), "
-                f"{self.mode} mode: {format_metrics(self.mean)}")
+                f"{self.mode} mode: {what}{format_metrics(self.mean)}")
         if self.baseline is not None:
             line += f" | output=input: {format_metrics(self.baseline)}"
         return line
@@ -73,11 +88,12 @@ def format_metrics(values: dict[str, float]) -> str:
 
 
 def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional[Path],
-                  batch_size: Optional[int]) -> PairedDataset:
-    """``split`` of the run's dataset, preprocessed like validation (the train split too, unaugmented)."""
+                  batch_size: Optional[int]) -> Any:
+    """``split`` of the run's dataset, preprocessed like validation (the train split too, unaugmented).
+
+    A paired dataset, or a registered dataset that offers ``domain(name)`` (an unpaired one).
+    """
     data = generator.config.data
-    if data.name != "paired":
-        raise NectarGANError(f"nectargan test reads paired datasets; this run's dataset is '{data.name}'")
     options = dict(data.options)
     if data_root is None and not options.get("root"):
         raise DatasetError(f"{generator.checkpoint}: its config names no dataset folder (data.root), as for "
@@ -88,6 +104,9 @@ def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional
                            "pass --data-root DIR")
     options["root"] = str(root)
     view = "val" if split == "train" else split
+    if not isinstance(options.get(view), dict):
+        raise NectarGANError(f"nectargan test reads paired datasets, and unpaired ones (with domains); this run's "
+                             f"dataset '{data.name}' is neither")
     view_options = dict(options[view])
     if split == "train":
         view_options["folder"] = "train"
@@ -96,28 +115,52 @@ def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional
     if view_options["preprocess"] == "none":
         view_options["batch_size"] = 1  # images keep their own sizes, which a batch cannot mix
     options[view] = view_options
-    return PairedDataset(options, view, seed=generator.config.run.seed)
+    if data.name == "paired":
+        return PairedDataset(options, view, seed=generator.config.run.seed)
+    from nectargan_core.plugins import get_plugins
+
+    dataset = get_plugins().registry.get("dataset", data.name).load()(split=view, seed=generator.config.run.seed,
+                                                                       **options)
+    if not callable(getattr(dataset, "domain", None)):
+        raise NectarGANError(f"nectargan test reads paired datasets, and unpaired ones (with domains); this run's "
+                             f"dataset '{data.name}' is neither")
+    return dataset
 
 
 def run_test(target: str | Path, which: str = "latest", *, split: str = "test", mode: Optional[Mode] = None,
              out_dir: Optional[Path] = None, batch_size: Optional[int] = None, device: str | torch.device = "cpu",
              data_root: Optional[Path] = None, grid: bool = False, arch: Optional[str] = None,
-             arch_options: Sequence[str] = ()) -> EvaluationReport:
-    """Run the generator over ``split``, write metrics and images, and return the scores.
+             arch_options: Sequence[str] = (), direction: Optional[str] = None) -> EvaluationReport:
+    """Run the generator of ``direction`` over ``split``, write metrics and images, and return the scores.
 
     With ``arch``, ``target`` is a reference state dict (see :func:`~nectargan_pix2pix.inference.load_generator`).
     """
-    generator = load_generator(target, which, device=device, arch=arch, arch_options=arch_options)
+    generator, *inverse = load_generators(target, which, [direction], device=device, arch=arch,
+                                          arch_options=arch_options, inverse=True)
     if mode is None:
-        mode = generator.config.test.mode  # the run's own choice (the reference preset: train)
+        # the run's own choice (the reference preset: train); a trainer without a test section: eval
+        section = getattr(generator.config, "test", None)
+        mode = getattr(section, "mode", "eval")
     dataset = split_dataset(generator, split, data_root=data_root, batch_size=batch_size)
     if not len(dataset):
         raise DatasetError(f"{dataset.path}: no images in the {split} split")
-    suffix = "" if mode == "eval" else "-train-mode"
+    cycle = not isinstance(dataset, PairedDataset)
+    suffix = (f"-{generator.direction}" if cycle else "") + ("" if mode == "eval" else "-train-mode")
     out_dir = Path(out_dir) if out_dir is not None else (
         run_dir_of(generator.checkpoint) / "test" / f"{generator.name}-{split}{suffix}")
     if out_dir.exists() and not out_dir.is_dir():
         raise NectarGANError(f"{out_dir}: exists and is not a folder; choose another --out")
+    if cycle:
+        report = _test_cycle(generator, inverse[0] if inverse else None, dataset, split, mode, out_dir, grid)
+    else:
+        report = _test_pairs(generator, dataset, split, mode, out_dir, grid)
+    write_metrics(report)
+    return report
+
+
+def _test_pairs(generator: LoadedGenerator, dataset: PairedDataset, split: str, mode: Mode, out_dir: Path,
+                grid: bool) -> EvaluationReport:
+    """Each output against its target, next to the output = input baseline."""
     names = [path.name for path in output_names([Path(pair.a.name) for pair in dataset.pairs])]
     in_channels, out_channels = generator.channels
     fit = Fit("pad", generator.size_multiple)
@@ -141,10 +184,47 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
                 if grid:
                     save_grid(out_dir / "grids" / names[index], real_a[i:i + 1], fake_b[i:i + 1], real_b[i:i + 1])
 
-    report = EvaluationReport(out_dir, generator, split, mode, names, values, mean_of(values),
-                              mean_of(baseline) if in_channels == out_channels else None)
-    write_metrics(report, dataset)
-    return report
+    return EvaluationReport(out_dir, generator, split, mode, names, values, mean_of(values),
+                            mean_of(baseline) if in_channels == out_channels else None,
+                            sources=[str(pair.a) for pair in dataset.pairs], data_root=Path(dataset.options.root))
+
+
+def _test_cycle(generator: LoadedGenerator, back: Optional[LoadedGenerator], dataset: Any, split: str, mode: Mode,
+                out_dir: Path, grid: bool) -> EvaluationReport:
+    """Unpaired: each image of the input domain translated, and back by ``back``; the reconstruction against it."""
+    if back is None:
+        raise NectarGANError(f"{generator.checkpoint}: the split is unpaired, so outputs are scored by translating "
+                             f"them back, and this checkpoint has no generator for the other direction")
+    source = generator.direction[0]  # AtoB reads domain A
+    device = next(generator.model.parameters()).device
+    images = dataset.domain(source)
+    if not len(images):
+        raise DatasetError(f"{dataset.path}: no images in the {split} split's domain {source}")
+    names = [path.name for path in output_names([Path(path.name) for path in images.paths])]
+    fit = Fit("pad", generator.size_multiple)
+    values: dict[str, list[float]] = {name: [] for name in METRICS}
+    loader = DataLoader(images, batch_size=images.batch_size, shuffle=False,
+                        num_workers=dataset.options.num_workers)
+    with evaluation_mode(generator.model, mode == "eval"), evaluation_mode(back.model, mode == "eval"), \
+            torch.random.fork_rng():
+        torch.manual_seed(generator.config.run.seed)
+        for batch in loader:
+            real = batch["image"].to(device)
+            height, width = real.shape[-2:]
+            fake = fit.restore(generator.model(fit.prepare(real)), height, width)
+            reconstructed = fit.restore(back.model(fit.prepare(fake)), height, width)
+            for name, scores in per_image(reconstructed, real).items():
+                values[name] += scores.tolist()
+            for i, index in enumerate(batch["index"].tolist()):
+                save_png(out_dir / "images" / names[index], to_unit(fake[i]))
+                if grid:
+                    save_grid(out_dir / "grids" / names[index], real[i:i + 1], fake[i:i + 1],
+                              reconstructed[i:i + 1])
+    target_domain = "B" if source == "A" else "A"
+    compared = f"cycle {source}->{target_domain}->{source} with {source}"
+    return EvaluationReport(out_dir, generator, split, mode, names, values, mean_of(values), None,
+                            compared=compared, sources=[str(path) for path in images.paths],
+                            data_root=Path(dataset.options.root))
 
 
 def mean_of(values: dict[str, list[float]]) -> dict[str, float]:
@@ -156,11 +236,11 @@ def json_number(value: float) -> Optional[float]:
     return value if math.isfinite(value) else None
 
 
-def write_metrics(report: EvaluationReport, dataset: PairedDataset) -> None:
+def write_metrics(report: EvaluationReport) -> None:
     generator = report.generator
     per_image_rows = [
-        {"image": name, "source": str(pair.a), **{m: json_number(report.values[m][i]) for m in METRICS}}
-        for i, (name, pair) in enumerate(zip(report.names, dataset.pairs))
+        {"image": name, "source": source, **{m: json_number(report.values[m][i]) for m in METRICS}}
+        for i, (name, source) in enumerate(zip(report.names, report.sources or []))
     ]
     data: dict[str, Any] = {
         "checkpoint": str(generator.checkpoint.resolve()),
@@ -168,7 +248,9 @@ def write_metrics(report: EvaluationReport, dataset: PairedDataset) -> None:
         "global_step": generator.global_step,
         "split": report.split,
         "mode": report.mode,
-        "data_root": str(Path(dataset.options.root).resolve()),
+        "direction": generator.direction,
+        "compared": report.compared,
+        "data_root": str(Path(report.data_root).resolve()) if report.data_root is not None else None,
         "images": len(report.names),
         "mean": {m: json_number(v) for m, v in report.mean.items()},
         "baseline": None if report.baseline is None else {
