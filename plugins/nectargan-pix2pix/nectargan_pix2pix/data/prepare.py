@@ -15,7 +15,8 @@ from typing import Optional
 
 from PIL import Image
 
-from .check import UnreadableImage, image_size
+from .check import image_size
+from .pixels import UnreadableImage, upright
 from .errors import DatasetError
 from .listing import Pair, list_images, match_folders
 from .options import SPLITS
@@ -69,7 +70,7 @@ def _problem(pair: Pair, same_size: bool) -> Optional[str]:
 def _join(a_path: Path, b_path: Path, size: Optional[int]) -> Image.Image:
     """A and B side by side in one image; differing modes meet in RGB (RGBA if either has alpha)."""
     with Image.open(a_path) as a_file, Image.open(b_path) as b_file:
-        a, b = a_file.copy(), b_file.copy()
+        a, b = upright(a_file), upright(b_file)  # as training reads them: EXIF orientation applied
     if a.mode != b.mode:
         common = "RGBA" if "A" in a.getbands() + b.getbands() else "RGB"
         a, b = a.convert(common), b.convert(common)
