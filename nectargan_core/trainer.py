@@ -25,6 +25,7 @@ from .distributed import Distributed, first_line
 from .errors import CheckpointError, NectarGANError, PluginError, TrainingError
 from .metrics import MetricsLog
 from .rundir import RunDir
+from .signals import leave_stopping_to_main
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import ComponentChoice, CoreConfig
@@ -164,7 +165,8 @@ class Trainer:
         """Set up the trainer and its data (idempotent)."""
         if self.train_loader is None:
             self.setup()
-            self.train_loader = self.train_dataloader()
+            # Workers ignore SIGINT/SIGTERM: a stop signalled to every process of the job is the trainer's to handle.
+            self.train_loader = leave_stopping_to_main(self.train_dataloader())
             if self.dist.enabled:
                 self._shard(self.train_loader)
             if not self.hook.train_step.get_hookimpls():
