@@ -259,7 +259,7 @@ class Trainer:
             return None
         path = self.run_dir.checkpoints / f"emergency-step{self.global_step:08d}.pt"
         try:
-            self._check_finite()
+            self._check_finite(alone=True)  # the other processes may be anywhere: wait for none of them
             save_checkpoint(self.checkpoint_payload(gather=False), path)
         except Exception as err:  # noqa: BLE001 - the original error is what matters
             print(f"warning: no emergency checkpoint: {err}", file=sys.stderr)
@@ -286,9 +286,8 @@ class Trainer:
             fix = "raise the file size limit (ulimit -f)" if exc.errno == errno.EFBIG else "free space"
             return TrainingError(f"{where}cannot write: {exc.strerror}; {fix} or choose another run.output_dir")
         if self.dist.enabled and isinstance(exc, RuntimeError) and _is_comm_error(exc):
-            return TrainingError(
-                f"rank {self.dist.rank}: lost contact with the other processes at step {self.global_step + 1} "
-                f"({first_line(exc)}); another rank probably failed (see its error); {self._last_good()}")
+            return TrainingError(f"{self.dist.stopped_answering(exc)}; at step {self.global_step + 1}; "
+                                 f"{self._last_good()}")
         return None
 
     def _fit(self) -> None:
@@ -371,6 +370,7 @@ class Trainer:
                 raise PluginError(f"train_step of trainer '{self.name}' returned None; return a mapping of losses")
             self.global_step += 1
             self.batch_in_epoch += 1
+            self.dist.note_step(self.global_step)
             self._accumulate(outputs)
             self.hook.on_train_batch_end(trainer=self, outputs=outputs, batch=batch, batch_idx=batch_idx)
             if self.global_step % loop.log_every_steps == 0:
@@ -474,10 +474,11 @@ class Trainer:
         last = self.run_dir.latest_checkpoint()
         return f"the last good checkpoint is {last}" if last else "no checkpoint was written"
 
-    def _check_finite(self) -> None:
+    def _check_finite(self, alone: bool = False) -> None:
         """Refuse to checkpoint a poisoned state, so the last good checkpoint is never replaced by it.
 
-        One device-side reduction and one read-back per checkpoint (which syncs anyway).
+        One device-side reduction and one read-back per checkpoint (which syncs anyway). In a
+        distributed run the processes decide together, unless ``alone`` (an emergency checkpoint).
         """
         groups = {f"weights of '{name}'": [t for t in obj.state_dict().values() if t.is_floating_point()]
                   for name, obj in self.stateful.items() if isinstance(obj, torch.nn.Module)}

@@ -6,6 +6,7 @@ on stderr and a non-zero exit, with no traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -42,6 +43,10 @@ cli.add_command(train_command)
 def report(error: NectarGANError) -> int:
     for line in str(error).splitlines() or [type(error).__name__]:
         click.echo(f"error: {line}", err=True)
+    if os.environ.get("TORCHELASTIC_ERROR_FILE"):  # a torchrun worker: tell the launcher too
+        from ..launch import record_for_launcher
+
+        record_for_launcher(str(error).splitlines()[0] if str(error) else type(error).__name__)
     return error.exit_code
 
 
