@@ -135,13 +135,29 @@ class Trainer:
         return {name: obj.state_dict() for name, obj in self.stateful.items()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore every tracked object; a checkpoint that does not fit changes nothing.
+
+        The networks are compared with the checkpoint first (tensor names and
+        shapes), so a config that builds other networks (a ``--set`` of
+        ``models.*`` on resume, say) is one line naming the networks and shapes
+        before any weight is touched.
+        """
         missing = [name for name in self.stateful if name not in state]
         if missing:
             raise CheckpointError(
                 f"checkpoint has no state for {', '.join(missing)}; it was written by a different trainer or config"
             )
+        problems = [problem for name, obj in self.stateful.items() if isinstance(obj, torch.nn.Module)
+                    for problem in [_network_mismatch(name, obj, state[name])] if problem]
+        if problems:
+            raise CheckpointError(f"the checkpoint's networks do not fit the ones this config builds: "
+                                  f"{'; '.join(problems)}; the run's config (with any --set) must build the "
+                                  "networks it was trained with")
         for name, obj in self.stateful.items():
-            obj.load_state_dict(state[name])
+            try:
+                obj.load_state_dict(state[name])
+            except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as exc:
+                raise CheckpointError(f"cannot restore '{name}' from the checkpoint: {first_line(exc)}") from None
 
     def learning_rates(self) -> dict[str, float]:
         """Current learning rate of each tracked optimizer (first param group)."""
@@ -487,7 +503,8 @@ class Trainer:
         flags = {what: torch.stack([torch.isfinite(t).all() for t in group]).all()
                  for what, group in groups.items() if group}
         ok = not flags or bool(torch.stack(list(flags.values())).all())
-        if not self.dist.any_true(not ok):  # every process must refuse together (none waits for the others)
+        bad_somewhere = not ok if alone else self.dist.any_true(not ok)  # every process refuses together
+        if not bad_somewhere:
             return
         bad = ", ".join(what for what, good in flags.items() if not good) or "values in another process"
         raise TrainingError(f"non-finite {bad} at step {self.global_step}; checkpoint not written; {self._last_good()}")
@@ -672,9 +689,31 @@ class Trainer:
             if self.dist.rank:
                 seed_everything(self.config.run.seed + 1_000_003 * self.dist.rank + self.global_step)
         self._saved_at = (self.epochs_done, self.global_step)
-        self.metrics_log.truncate_to(int(loop.get("metrics_records", 0)))
         self.hook.on_load_checkpoint(trainer=self, checkpoint=checkpoint)
+        # Last, once everything loaded: the log loses the records written after this checkpoint.
+        self.metrics_log.truncate_to(int(loop.get("metrics_records", 0)))
         return checkpoint
+
+
+def _network_mismatch(name: str, module: torch.nn.Module, theirs: Any) -> str | None:
+    """One phrase on how ``theirs`` (a checkpoint's state dict) differs from ``module``'s, or None when it fits."""
+    if not isinstance(theirs, Mapping):
+        return f"'{name}' has no weights in the checkpoint"
+    own = module.state_dict()
+    shapes = [(key, list(theirs[key].shape), list(value.shape)) for key, value in own.items()
+              if key in theirs and isinstance(theirs[key], torch.Tensor) and theirs[key].shape != value.shape]
+    missing = [key for key in own if key not in theirs]
+    unexpected = [key for key in theirs if key not in own]
+    parts = []
+    if shapes:
+        key, saved, built = shapes[0]
+        parts.append(f"{len(shapes)} tensor(s) differ in shape, e.g. {key} is {saved} in the checkpoint "
+                     f"but {built} here")
+    if missing:
+        parts.append(f"{len(missing)} tensor(s) missing from the checkpoint, e.g. {missing[0]}")
+    if unexpected:
+        parts.append(f"{len(unexpected)} tensor(s) this network does not have, e.g. {unexpected[0]}")
+    return f"'{name}': {', '.join(parts)}" if parts else None
 
 
 def _is_comm_error(exc: BaseException) -> bool:
