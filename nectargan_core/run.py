@@ -200,8 +200,8 @@ class Run:
         chosen, loaded = None, None
         if dist.is_main:
             if lock is not None and lock.previous and run_dir.read_status().get("status") == "running":
-                print(f"note: {describe_holder(lock.previous)} was training this run and ended without a "
-                      "word (killed?); this process takes it over", file=sys.stderr)
+                print(f"note: {describe_holder(lock.previous)}, which was training this run, is gone without "
+                      "saying so (killed?); this process takes the run over", file=sys.stderr)
             if checkpoint is not None and restarted_after(checkpoint, run_dir):
                 checkpoint = None  # torchrun restarted the job: continue from what it saved since
             if checkpoint is not None:

@@ -27,14 +27,18 @@ naming the file. Torch-free, so ``nectargan data check`` stays light.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import functools
 import io
 import struct
+import warnings
 import zlib
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: The EXIF tag that says how the stored pixels must be turned to be upright.
@@ -68,7 +72,7 @@ def read_pixels(path: Path) -> np.ndarray:
     if data.startswith(PNG_SIGNATURE):
         check_png(path, data)
     try:
-        with Image.open(io.BytesIO(data)) as image:
+        with _quiet(), Image.open(io.BytesIO(data)) as image:
             orientation = exif_orientation(image)
             array = _png16_colour(image, data) if _is_png16_colour(image) else _pixels(image)
     except UnreadableImage:
@@ -85,7 +89,7 @@ def read_pixels(path: Path) -> np.ndarray:
 def oriented_size(path: Path) -> tuple[int, int, int]:
     """``(width, height, orientation)`` from the header: the size after the EXIF orientation is applied."""
     try:
-        with Image.open(path) as image:
+        with _quiet(), Image.open(path) as image:
             width, height = image.size
             orientation = exif_orientation(image)
     except Exception as exc:  # noqa: BLE001
@@ -128,6 +132,36 @@ def check_png(path: Path, data: bytes) -> None:
         if kind == b"IEND":
             return
         offset = stop + 4
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """No stray lines while decoding: damaged metadata is one Pillow UserWarning per tag, and libtiff
+    prints its own errors; the pixels decide, and a failure is one line (:class:`UnreadableImage`)."""
+    _quiet_libtiff()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=UserWarning, module="PIL")
+        yield
+
+
+@functools.lru_cache(maxsize=None)
+def _quiet_libtiff() -> None:
+    """Stop libtiff printing its own error and warning lines on stderr (Pillow turns them into exceptions).
+
+    Pillow bundles libtiff under a hashed name; the copy this process loaded is
+    found in ``/proc/self/maps`` (Linux). Elsewhere libtiff keeps its messages.
+    """
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "/libtiff" in line and ".so" in line}
+        for path in paths:
+            library = ctypes.CDLL(path)
+            for name in ("TIFFSetErrorHandler", "TIFFSetWarningHandler"):
+                setter = getattr(library, name)
+                setter.argtypes, setter.restype = [ctypes.c_void_p], ctypes.c_void_p
+                setter(None)
+    except (OSError, AttributeError):
+        pass
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -173,8 +207,15 @@ def _chunk_name(kind: bytes) -> str:
 
 
 def _describe(exc: BaseException) -> str:
+    """Pillow's reason in one line, said plainly where Pillow's own words would puzzle."""
+    if isinstance(exc, UnidentifiedImageError):  # its message names the in-memory buffer, not the file
+        return "not an image file Pillow can read (unknown format, or a damaged header)"
     text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    reason = text[0] if text else type(exc).__name__
+    if reason.startswith("decoder error") or reason in ("broken data stream when reading image file",
+                                                        "unrecognized data stream contents when reading image file"):
+        return f"damaged image data ({reason}); copy or export the file again"
+    return reason
 
 
 def upright(image: Image.Image) -> Image.Image:
