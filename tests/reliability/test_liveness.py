@@ -2,10 +2,12 @@
 
 Real ``nectargan train --nproc 2`` runs of the toy trainer on gloo:
 
-* one rank is stopped with SIGSTOP (a hung process): the run ends everywhere
-  within ``distributed.timeout_s`` plus a margin (it once waited 6 hours in
-  the control group), the last line names the rank that stopped answering,
-  no rank is left behind, and ``status.json`` does not say ``running``;
+* one rank stops itself with SIGSTOP (a hung process) at a chosen point, so
+  that the other waits in the control group (where it once waited 6 hours)
+  or in the gradient all-reduce: the run ends everywhere within
+  ``distributed.timeout_s`` plus a margin, the last line names the rank that
+  stopped answering, no rank is left behind, and ``status.json`` says
+  ``failed``;
 * the launcher is killed with SIGKILL (``kill -9``, the OOM killer): within
   seconds no rank is left, and they stopped gracefully (a checkpoint,
   ``status.json`` interrupted) instead of training on as orphans;
@@ -64,7 +66,7 @@ def alive(pid: int) -> bool:
 
 
 def start(tmp_path: Path, *settings: str) -> tuple[subprocess.Popen, dict[int, int]]:
-    """A long 2-process toy run; returns once both ranks run and a checkpoint is written."""
+    """A long 2-process toy run; returns once both ranks run and the checkpoint of step 5 is written."""
     base = ["run.device=cpu", "visualizers=[]", "toy.samples=64", "toy.batch_size=4", "loop.epochs=1000",
             "checkpoint.every_steps=5", f"distributed.timeout_s={TIMEOUT_S}", "toy.step_sleep=0.05", *settings]
     env = {k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}
@@ -94,11 +96,26 @@ def finish(launcher: subprocess.Popen, ranks: dict[int, int]) -> None:
         launcher.communicate()
 
 
-def stop_one_rank(tmp_path: Path, stopped: int) -> None:
-    launcher, ranks = start(tmp_path)
+def state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def stop_one_rank(tmp_path: Path, stopped: int, where: str) -> None:
+    """Rank ``stopped`` SIGSTOPs itself in step 7 (after the checkpoint of step 5), at ``where``:
+    ``before_backward`` leaves the other rank waiting in the gradient all-reduce (the data plane),
+    ``after_update`` in the end-of-step stop agreement (the gloo control group, which once waited 6 h)."""
+    launcher, ranks = start(tmp_path, "toy.stop_at_step=7", f"toy.stop_rank={stopped}", f"toy.stop_where={where}",
+                            "loop.log_every_steps=1000")
     other = 1 - stopped
     try:
-        os.kill(ranks[stopped], signal.SIGSTOP)
+        deadline = time.monotonic() + 60
+        while state(ranks[stopped]) != "T":
+            assert time.monotonic() < deadline and launcher.poll() is None, "the rank did not stop itself"
+            time.sleep(0.05)
         began = time.monotonic()
         try:
             _, stderr = launcher.communicate(timeout=TIMEOUT_S + MARGIN_S + 60)
@@ -118,8 +135,8 @@ def stop_one_rank(tmp_path: Path, stopped: int) -> None:
     last = stderr.strip().splitlines()[-1]
     assert last.startswith("error: rank "), stderr
     assert f"rank {stopped} (pid {ranks[stopped]} on " in last and "stopped answering" in last, last
-    assert "its process is stopped (SIGSTOP" in last, last
-    assert f"rank {other}" in last  # the rank that found out
+    assert "its process is stopped (SIGSTOP; last seen at step" in last, last
+    assert f"(found by rank {other})" in last, last
     status = json.loads((tmp_path / "runs/run/version_0/status.json").read_text())
     assert status["status"] == "failed", status
     assert f"rank {stopped} (pid {ranks[stopped]}" in status["error"], status
@@ -128,13 +145,14 @@ def stop_one_rank(tmp_path: Path, stopped: int) -> None:
 
 
 @pytest.mark.slow
-def test_a_stopped_rank_ends_the_run_within_the_timeout_naming_it(tmp_path: Path) -> None:
-    stop_one_rank(tmp_path, stopped=1)
+def test_a_rank_stopped_while_the_other_waits_in_the_control_group_ends_the_run_naming_it(tmp_path: Path) -> None:
+    stop_one_rank(tmp_path, stopped=1, where="after_update")
 
 
 @long_series
-def test_a_stopped_rank_0_ends_the_run_within_the_timeout_naming_it(tmp_path: Path) -> None:
-    stop_one_rank(tmp_path, stopped=0)
+@pytest.mark.parametrize("stopped, where", [(1, "before_backward"), (0, "before_backward"), (0, "after_update")])
+def test_long_series_of_stopped_ranks(tmp_path: Path, stopped: int, where: str) -> None:
+    stop_one_rank(tmp_path, stopped, where)
 
 
 @pytest.mark.slow
