@@ -123,10 +123,13 @@ class WorkerInit:
         self.inner = inner
 
     def __call__(self, worker_id: int) -> None:
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        threading.Thread(target=_sigterm_from_parent_only, name="nectargan-sigterm", daemon=True).start()
+        if hasattr(signal, "sigwaitinfo"):  # Linux; elsewhere (macOS) SIGTERM keeps torch's handling
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+            threading.Thread(target=_sigterm_from_parent_only, name="nectargan-sigterm", daemon=True).start()
+        else:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
         if self.inner is not None:
             self.inner(worker_id)
 
