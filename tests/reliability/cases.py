@@ -158,10 +158,12 @@ def mutants(kind: str, count: int, seed: int, *, original: bytes | None = None) 
 def signal_plan(count: int, seed: int, *, max_step: int = 6) -> list[tuple[str, int, int]]:
     """``count`` seeded stops: (signal name, the step after which it is sent, DataLoader workers 0 or 2).
 
-    The first two cover both signals with both worker settings' extremes.
+    The first four cover both signals with 2 and with 0 workers (2 first: the
+    case that failed), at drawn steps; the rest are drawn entirely.
     """
     rng = random.Random(f"signals-{seed}")
-    plan = [("SIGTERM", rng.randrange(1, max_step + 1), 2), ("SIGINT", rng.randrange(1, max_step + 1), 2)]
+    plan = [(name, rng.randrange(1, max_step + 1), workers)
+            for workers in (2, 0) for name in ("SIGTERM", "SIGINT")]
     while len(plan) < count:
         plan.append((rng.choice(["SIGTERM", "SIGINT"]), rng.randrange(1, max_step + 1), rng.choice([0, 2])))
     return plan[:count]

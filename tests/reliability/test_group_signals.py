@@ -107,7 +107,7 @@ def test_group_signal_stops_gracefully(tmp_path: Path, data: Path, name: str, st
 
 
 @long_series
-@pytest.mark.parametrize("name, step, workers", signal_plan(12, SEED + 1, max_step=20)[2:], ids=lambda v: str(v))
+@pytest.mark.parametrize("name, step, workers", signal_plan(10, SEED + 1, max_step=20), ids=lambda v: str(v))
 @pytest.mark.parametrize("persistent", [True, False])
 def test_long_series_of_group_signals(tmp_path: Path, data: Path, name: str, step: int, workers: int,
                                       persistent: bool) -> None:
