@@ -173,19 +173,21 @@ class Run:
         run_dir = latest_run(output_dir, name) if str(target) == "latest" else RunDir.open(target)
         # Rank 0 (known from torchrun's environment before the process group exists) takes the run first:
         # a second writer is refused before anything is read or changed.
-        lock = RunLock.acquire(run_dir.path) if os.environ.get("RANK", "0") == "0" else None
+        lock = RunLock.acquire(run_dir.path, record=False) if os.environ.get("RANK", "0") == "0" else None
         try:
             run = cls._resume(run_dir, lock, checkpoint, overrides, plugins, host)
+            # The state loaded: only now does anything in the run directory change.
+            if run.dist.is_main:
+                run.run_dir.remove_stale_temps()  # temp files of a write killed midway (SIGKILL in a checkpoint write)
+                if overrides:
+                    atomic_write_text(run.run_dir.config_file, dump_yaml(run.config.to_dict()))
+                record_launch(run.run_dir, run.dist)
+                if lock is not None:
+                    lock.record()
         except BaseException:
             if lock is not None:
-                lock.release()
+                lock.release(undo=True)
             raise
-        # The state loaded: only now does anything in the run directory change.
-        if run.dist.is_main:
-            run.run_dir.remove_stale_temps()  # temp files of a write killed midway (SIGKILL in a checkpoint write)
-            if overrides:
-                atomic_write_text(run.run_dir.config_file, dump_yaml(run.config.to_dict()))
-            record_launch(run.run_dir, run.dist)
         return run
 
     @classmethod

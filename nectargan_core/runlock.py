@@ -5,9 +5,12 @@ started twice, a restarted service next to a survivor) would both write
 checkpoints and interleave ``metrics.jsonl``. The process that trains a run
 holds an exclusive ``flock`` on ``RUN_DIR/run.lock`` from the moment it opens
 the run until it ends; a second one is refused with one line naming the
-holder (pid, host, since when). The kernel releases the lock when its holder
-exits, however it exits (SIGKILL, out of memory), so a lock left by a dead
-process is simply taken over; the file itself only records who holds it.
+holder (pid, host, since when: from the kernel's lock table on this machine,
+else from the file). The kernel releases the lock when its holder exits,
+however it exits (SIGKILL, out of memory), so a lock left by a dead process is
+simply taken over; the file itself only records who holds it. A resume
+records itself only once it has succeeded, so a resume that fails leaves the
+file as it was.
 
 Readers (``nectargan runs``, the report) use :func:`is_held` to tell a run
 that is being trained from one whose ``status.json`` still says ``running``
@@ -52,62 +55,87 @@ class RunInUseError(RunDirError):
 class RunLock:
     """The exclusive lock on one run directory, held until :meth:`release` (or the process ends)."""
 
-    def __init__(self, path: Path, fd: Optional[int], previous: Optional[dict[str, Any]] = None) -> None:
+    def __init__(self, path: Path, fd: Optional[int], previous: Optional[dict[str, Any]] = None,
+                 created: bool = False) -> None:
         self.path = path
         self._fd = fd
         #: Who held the run before (as its lock file recorded), if anyone did.
         self.previous = previous
+        #: Whether this lock made the lock file (a run older than the lock), and whether it recorded itself.
+        self.created = created
+        self.recorded = False
 
     @property
     def held(self) -> bool:
         return self._fd is not None
 
     @classmethod
-    def acquire(cls, run_dir: str | Path, *, purpose: str = "train") -> "RunLock":
-        """Lock ``run_dir`` for this process, or raise :class:`RunInUseError` naming the holder."""
+    def acquire(cls, run_dir: str | Path, *, record: bool = True) -> "RunLock":
+        """Lock ``run_dir`` for this process, or raise :class:`RunInUseError` naming the holder.
+
+        ``record``: write this process into the lock file now. A resume passes
+        False and calls :meth:`record` once it has succeeded, so that a resume
+        that fails leaves the file (and the whole run directory) as it was.
+        """
         path = Path(run_dir) / LOCK_NAME
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as exc:
-            raise RunDirError(f"{path}: cannot create the run's lock file: {exc.strerror}; "
-                              "check that the run directory is writable") from None
         started = time.monotonic()
         while True:
+            created = not path.exists()
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                raise RunDirError(f"{path}: cannot create the run's lock file: {exc.strerror}; "
+                                  "check that the run directory is writable") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
             except BlockingIOError:
+                os.close(fd)
                 waited = time.monotonic() - started
-                holder = read_holder(path)
+                holder = current_holder(path)
                 if waited < BUSY_WAIT_S or (waited < DEAD_HOLDER_WAIT_S and holder_gone(holder)):
                     time.sleep(0.05)
                     continue
-                os.close(fd)
                 raise in_use(run_dir, holder) from None
             except OSError as exc:
+                os.close(fd)
                 if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
-                    os.close(fd)
                     raise RunDirError(f"{path}: cannot lock the run: {exc.strerror}") from None
                 print(f"warning: {path}: this file system does not support locks ({exc.strerror}); nothing "
                       "stops a second process from training this run at the same time", file=sys.stderr)
-                os.close(fd)
                 return cls(path, None)
-        previous = read_holder(path)
-        record = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time(), "purpose": purpose}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(record) + "\n").encode(), 0)
-        lock = cls(path, fd, previous or None)
+            if _same_file(path, fd):
+                break
+            os.close(fd)  # the file was removed or replaced while we waited for it: lock the one there now
+        lock = cls(path, fd, read_holder(path) or None, created)
         _held.add(lock)
+        if record:
+            lock.record()
         return lock
 
-    def release(self) -> None:
-        """Let go of the run (the file stays: it only records the last holder)."""
+    def record(self) -> None:
+        """Write who holds the run (pid, host, since when) into the lock file, for a refused second writer."""
+        if self._fd is None:
+            return
+        data = (json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}) + "\n").encode()
+        os.pwrite(self._fd, data, 0)
+        os.ftruncate(self._fd, len(data))
+        self.recorded = True
+
+    def release(self, *, undo: bool = False) -> None:
+        """Let go of the run (the file stays: it records the last holder).
+
+        ``undo``: the run was not trained after all (a resume that failed): a
+        lock file this lock created and never wrote is removed again.
+        """
         fd, self._fd = self._fd, None
-        if fd is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            finally:
-                os.close(fd)
+        if fd is None:
+            return
+        try:
+            if undo and self.created and not self.recorded:
+                self.path.unlink(missing_ok=True)  # before unlocking: whoever locks next re-checks the file
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
 
     def _close_in_child(self) -> None:
         """In a forked child: drop this process's copy of the descriptor (the parent keeps the lock)."""
@@ -120,6 +148,14 @@ class RunLock:
             self.release()
         except Exception:  # noqa: BLE001 - at interpreter exit os may be gone
             pass
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    try:
+        named, held = os.stat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
 def _after_fork_in_child() -> None:
@@ -151,7 +187,39 @@ def is_held(run_dir: str | Path) -> Optional[bool]:
 def check_free(run_dir: str | Path) -> None:
     """Raise :class:`RunInUseError` now if another process trains ``run_dir`` (a check before starting)."""
     if is_held(run_dir):
-        raise in_use(run_dir, read_holder(Path(run_dir) / LOCK_NAME))
+        raise in_use(run_dir, current_holder(Path(run_dir) / LOCK_NAME))
+
+
+def current_holder(path: Path) -> dict[str, Any]:
+    """Who holds the lock file ``path``: the process this machine's kernel names (``/proc/locks``), or else
+    the one the file records (a holder on another machine sharing the folder, or no ``/proc``)."""
+    recorded = read_holder(path)
+    pid = _local_lock_holder(path)
+    if pid is None:
+        return recorded
+    here = {"pid": pid, "host": socket.gethostname()}
+    return {**here, "since": recorded["since"]} if recorded.get("pid") == pid and "since" in recorded else here
+
+
+def _local_lock_holder(path: Path) -> Optional[int]:
+    """The pid holding a ``flock`` on ``path`` according to ``/proc/locks`` (Linux), or None."""
+    try:
+        info = os.stat(path)
+        with open("/proc/locks") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 6 or fields[1] != "FLOCK" or fields[2] == "->":
+            continue
+        try:
+            major, minor, inode = fields[5].split(":")
+            if (int(inode), os.makedev(int(major, 16), int(minor, 16))) == (info.st_ino, info.st_dev):
+                return int(fields[4])
+        except ValueError:
+            continue
+    return None
 
 
 def in_use(run_dir: str | Path, holder: dict[str, Any]) -> RunInUseError:

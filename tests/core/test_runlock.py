@@ -61,3 +61,38 @@ def test_a_dead_holders_lock_is_taken_over_even_while_its_forked_child_lives(tmp
     finally:
         os.kill(child, 9)
     assert (tmp_path / LOCK_NAME).is_file()
+
+
+HOLD_UNRECORDED = r"""
+import sys
+from nectargan_core.runlock import RunLock
+lock = RunLock.acquire(sys.argv[1], record=False)  # as a resume does until it has succeeded
+print("held", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_holder_that_has_not_recorded_itself_is_named_by_the_kernel(tmp_path: Path) -> None:
+    lock_file = tmp_path / LOCK_NAME
+    lock_file.write_text('{"pid": 1, "host": "elsewhere", "since": 0}\n')  # the record of an earlier holder
+    before = lock_file.read_bytes()
+    child = subprocess.Popen([sys.executable, "-c", HOLD_UNRECORDED, str(tmp_path)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "held"
+        with pytest.raises(RunInUseError) as refused:
+            RunLock.acquire(tmp_path)
+        assert str(refused.value).startswith(f"{tmp_path}: process {child.pid} on {socket.gethostname()} is training")
+    finally:
+        child.communicate("\n", timeout=30)
+    assert lock_file.read_bytes() == before  # holding without recording changed nothing
+
+
+def test_a_failed_resume_leaves_no_lock_file_it_made(tmp_path: Path) -> None:
+    lock = RunLock.acquire(tmp_path, record=False)
+    assert (tmp_path / LOCK_NAME).exists() and lock.created
+    lock.release(undo=True)
+    assert not (tmp_path / LOCK_NAME).exists()
+    kept = RunLock.acquire(tmp_path)  # a run that did train keeps its record
+    kept.release(undo=True)
+    assert (tmp_path / LOCK_NAME).read_text().startswith(f'{{"pid": {os.getpid()}, "host": ')

@@ -113,9 +113,8 @@ def test_the_lock_of_a_killed_run_is_taken_over(tmp_path: Path) -> None:
 
 
 def snapshot(run_dir: Path) -> dict[str, bytes]:
-    """Every file of the run directory (the lock's record aside) by relative path, with its bytes."""
-    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*"))
-            if p.is_file() and p.name != "run.lock"}
+    """Every file of the run directory (its lock file too) by relative path, with its bytes."""
+    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*")) if p.is_file()}
 
 
 @pytest.mark.slow
