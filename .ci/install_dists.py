@@ -7,14 +7,11 @@ needs ``nectargan-core``) resolve to these local folders, never to PyPI.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Source-only requirements whose build needs the constraints in build-constraints.txt.
-OLD_SETUPTOOLS_SDISTS = ["visdom"]
 #: Optional extras the tests exercise (ONNX export parity through onnxruntime).
 EXTRAS = {"nectargan-pix2pix": "[onnx]"}
 
@@ -27,11 +24,6 @@ def main() -> int:
     targets = [f"{ROOT}[test]"] + [f"{p}{EXTRAS.get(p.name, '')}" for p in folders[1:]]
     print("installing:", ", ".join(p.name or str(p) for p in folders), flush=True)
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "-c", str(ROOT / "constraints.txt")]
-    # Built alone first: PIP_CONSTRAINT (unlike -c) reaches pip's isolated build
-    # environment, and --no-deps keeps setuptools<70 away from torch, which needs
-    # setuptools>=77. The main install below then resolves their dependencies.
-    build_env = {**os.environ, "PIP_CONSTRAINT": (ROOT / ".ci" / "build-constraints.txt").as_uri()}
-    subprocess.run(pip + ["--no-deps", *OLD_SETUPTOOLS_SDISTS], check=True, env=build_env)
     # torch and torchvision resolve to the pinned versions in constraints.txt.
     subprocess.run(pip + targets, check=True)
     return 0

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
 
 import torch
 
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import load_checkpoint, restoring, save_checkpoint
 from .device import rng_state, seed_everything, set_rng_state
 from .distributed import Distributed, first_line
 from .errors import CheckpointError, NectarGANError, PluginError, TrainingError
@@ -41,6 +41,10 @@ class Trainer:
     #: the val split, and returns the metrics of the whole split (reduced across processes);
     #: False when rank 0 validates alone and the others receive its results.
     distributed_validation: ClassVar[bool] = False
+    #: Core options this trainer implements in its step (see ``nectargan_core.capabilities``), e.g.
+    #: ``"nonfinite_skip"`` for ``loop.nonfinite: skip``; a config asking for one it lacks is refused.
+    #: Declaring ``kit = TrainerKit()`` in the class body adds the kit's.
+    capabilities: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(
         self,
@@ -145,7 +149,8 @@ class Trainer:
         missing = [name for name in self.stateful if name not in state]
         if missing:
             raise CheckpointError(
-                f"checkpoint has no state for {', '.join(missing)}; it was written by a different trainer or config"
+                f"checkpoint has no state for {', '.join(map(repr, missing))}; "
+                "it was written by a different trainer or config"
             )
         problems = [problem for name, obj in self.stateful.items() if isinstance(obj, torch.nn.Module)
                     for problem in [_network_mismatch(name, obj, state[name])] if problem]
@@ -154,10 +159,8 @@ class Trainer:
                                   f"{'; '.join(problems)}; the run's config (with any --set) must build the "
                                   "networks it was trained with")
         for name, obj in self.stateful.items():
-            try:
+            with restoring(f"'{name}'"):
                 obj.load_state_dict(state[name])
-            except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as exc:
-                raise CheckpointError(f"cannot restore '{name}' from the checkpoint: {first_line(exc)}") from None
 
     def learning_rates(self) -> dict[str, float]:
         """Current learning rate of each tracked optimizer (first param group)."""
@@ -289,8 +292,9 @@ class Trainer:
 
         These are the user's to fix, so the CLI shows one line instead of a traceback.
         """
-        if isinstance(exc, torch.OutOfMemoryError) or (
-            isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+        if isinstance(exc, torch.OutOfMemoryError) or (  # CPU: "DefaultCPUAllocator: can't allocate memory"
+            isinstance(exc, RuntimeError) and any(words in str(exc).lower()
+                                                  for words in ("out of memory", "can't allocate memory"))
         ):
             return TrainingError(
                 f"out of memory on {self.device} at step {self.global_step + 1}: "
@@ -605,48 +609,37 @@ class Trainer:
             old.unlink(missing_ok=True)
             old.with_name(old.name + ".json").unlink(missing_ok=True)
 
-    def init_from(self, source: Any) -> dict[str, dict[str, list[str]]]:
-        """Load network weights only (fine-tuning), reporting what did not fit.
+    def init_from(self, source: Any, *, strict: bool = True) -> dict[str, dict[str, list[str]]]:
+        """Load network weights only (fine-tuning); never a silent partial load.
 
         Every tracked ``nn.Module`` takes the tensors of the same name and shape
         from the checkpoint; optimizers, schedules, the loop position and RNG
-        states are not touched. Returns, per network, the ``loaded``,
-        ``missing`` (in the model, not the checkpoint), ``unexpected`` (in the
-        checkpoint only) and ``mismatched`` (shape differs) tensor names, and
-        prints a one-line summary per network.
+        states are not touched. With ``strict`` every network must be in the
+        checkpoint and fit it exactly, else nothing is loaded and an
+        :class:`~nectargan_core.init_from.InitFromError` names what does not fit;
+        without, what fits is loaded and the report says what stays at its
+        initialisation (see :mod:`nectargan_core.init_from`). Returns, per
+        network, the ``loaded``, ``missing``, ``unexpected`` and ``mismatched``
+        tensor names, and prints one line per network.
         """
+        from .init_from import check_matches, match_network, networks_of, report_line
+
         self.prepare()
         checkpoint = source if isinstance(source, Mapping) else load_checkpoint(source)
         where = "checkpoint" if isinstance(source, Mapping) else str(source)
-        state = checkpoint.get("state", {})
-        report: dict[str, dict[str, list[str]]] = {}
-        for name, module in self.stateful.items():
-            if not isinstance(module, torch.nn.Module):
-                continue
-            own = module.state_dict()
-            theirs = state.get(name)
-            if not isinstance(theirs, Mapping):
-                report[name] = {"loaded": [], "missing": sorted(own), "unexpected": [], "mismatched": []}
-                if self.is_main:
-                    print(f"init_from: {where} has no weights for '{name}'; it keeps its initialisation",
-                          file=sys.stderr)
-                continue
-            mismatched = sorted(k for k, v in theirs.items() if k in own and own[k].shape != v.shape)
-            loadable = {k: v for k, v in theirs.items() if k in own and own[k].shape == v.shape}
-            module.load_state_dict(loadable, strict=False)
-            entry = {
-                "loaded": sorted(loadable),
-                "missing": sorted(k for k in own if k not in theirs),
-                "unexpected": sorted(k for k in theirs if k not in own),
-                "mismatched": [f"{k} {list(theirs[k].shape)} vs {list(own[k].shape)}" for k in mismatched],
-            }
-            report[name] = entry
-            problems = "; ".join(f"{kind}: {', '.join(entry[kind][:5])}" + (" ..." if len(entry[kind]) > 5 else "")
-                                 for kind in ("missing", "unexpected", "mismatched") if entry[kind])
+        state = networks_of(checkpoint, where)
+        networks = {name: module for name, module in self.stateful.items() if isinstance(module, torch.nn.Module)}
+        matches = [match_network(name, module, state.get(name), where) for name, module in networks.items()]
+        held = [key for key, value in state.items() if isinstance(value, Mapping) and value
+                and all(isinstance(tensor, torch.Tensor) for tensor in value.values())]
+        check_matches(matches, where, strict=strict, held=held)
+        for match in matches:
+            if match.loaded:
+                theirs = state[match.name]
+                networks[match.name].load_state_dict({k: theirs[k] for k in match.loaded}, strict=False)
             if self.is_main:
-                print(f"init_from: '{name}' loaded {len(loadable)}/{len(own)} tensors from {where}"
-                      + (f" ({problems})" if problems else ""), file=sys.stderr)
-        return report
+                print(report_line(match, where), file=sys.stderr)
+        return {match.name: match.as_dict() for match in matches}
 
     def _own_state(self, checkpoint: Mapping[str, Any]) -> dict[str, Any]:
         """This process's RNG state and loss sums from a checkpoint (each rank saved its own)."""
@@ -664,10 +657,14 @@ class Trainer:
         """Restore the whole state from a checkpoint path (or a loaded checkpoint dict)."""
         self.prepare()
         checkpoint = source if isinstance(source, Mapping) else load_checkpoint(source)
-        if checkpoint.get("trainer") != self.name:
-            raise CheckpointError(
-                f"checkpoint was written by trainer '{checkpoint.get('trainer')}', not '{self.name}'"
-            )
+        with restoring(None if isinstance(source, Mapping) else str(source)):  # a missing entry: one line
+            if checkpoint["trainer"] != self.name:
+                raise CheckpointError(
+                    f"checkpoint was written by trainer '{checkpoint.get('trainer')}', not '{self.name}'"
+                )
+            return self._restore(checkpoint)
+
+    def _restore(self, checkpoint: Mapping[str, Any]) -> dict[str, Any]:
         self.load_state_dict(checkpoint["state"])
         self.epochs_done = self.epoch = int(checkpoint["epoch"])
         self.global_step = int(checkpoint["global_step"])
@@ -690,8 +687,10 @@ class Trainer:
                 seed_everything(self.config.run.seed + 1_000_003 * self.dist.rank + self.global_step)
         self._saved_at = (self.epochs_done, self.global_step)
         self.hook.on_load_checkpoint(trainer=self, checkpoint=checkpoint)
-        # Last, once everything loaded: the log loses the records written after this checkpoint.
+        # Once everything loaded: the log loses the records written after this checkpoint, then the parts
+        # drop theirs (on_resume's contract: metrics.jsonl is already cut back).
         self.metrics_log.truncate_to(int(loop.get("metrics_records", 0)))
+        self.hook.on_resume(trainer=self, checkpoint=checkpoint, step=self.global_step)
         return checkpoint
 
 

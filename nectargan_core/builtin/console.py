@@ -5,6 +5,11 @@ of each loss); when stdout is not a terminal it prints one plain line per
 logging interval instead. Either way it prints a one-line summary per epoch
 and per validation. It reads only the records the engine has already brought
 to the host, so it adds no device synchronisation.
+
+After a resume it says where the run restarts, and prints the same lines an
+uninterrupted run would have printed from there (``every_logs`` counts the
+records kept in ``metrics.jsonl``); lines a killed run printed for later steps
+are superseded by the ones that follow.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pydantic import Field
 
 from nectargan_core import hookimpl
 from nectargan_core.config import Section
+from nectargan_core.metrics import read_metrics
 
 
 class ConsoleOptions(Section):
@@ -87,6 +93,13 @@ class ConsoleVisualizer:
                 transient=True,
             )
             self._progress.start()
+
+    @hookimpl
+    def on_resume(self, trainer: Any, step: int) -> None:
+        # The records this run already logged: the next line printed is the one an uninterrupted run prints next.
+        self._logs = sum(1 for _ in read_metrics(trainer.run_dir.metrics_file, "train"))
+        self._print(f"resuming '{trainer.name}' after step {step} (epoch {trainer.epochs_done + 1}, "
+                    f"batch {trainer.batch_in_epoch}): lines printed before the stop for later steps are superseded")
 
     @hookimpl
     def on_epoch_start(self, trainer: Any, epoch: int) -> None:

@@ -1,19 +1,25 @@
 """The ``nectargan`` command group and its error handling.
 
 Every :class:`~nectargan_core.errors.NectarGANError` becomes ``error: <line>``
-on stderr and a non-zero exit, with no traceback.
+on stderr and a non-zero exit, with no traceback. So does a fault of the
+machine that no command turned into one (a full, read-only or size-limited
+disk, a path through a file; see :func:`~nectargan_core.atomic.describe_os_error`):
+it is the user's to fix, whichever command met it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import traceback
 
 import click
 
 from .. import __version__
+from ..atomic import describe_os_error
 from ..errors import NectarGANError
 from ..plugins import get_plugins
+from ..text import printable
 from .config_cmd import config_group
 from .plugins_cmd import plugins_group
 from .train_cmd import train_command
@@ -21,7 +27,9 @@ from .train_cmd import train_command
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "-V", "--version", prog_name="nectargan")
-def cli() -> None:
+@click.option("--traceback", "show_traceback", is_flag=True,
+              help="Show the full traceback of errors and of plugin failures (same as NECTARGAN_DEBUG=1).")
+def cli(show_traceback: bool) -> None:
     """NectarGAN: train paired image-to-image GANs (pix2pix) with plugins.
 
     \b
@@ -41,8 +49,9 @@ cli.add_command(train_command)
 
 
 def report(error: NectarGANError) -> int:
+    """Print ``error`` as ``error:`` lines; names read from disk may hold escape sequences, so they are shown escaped."""
     for line in str(error).splitlines() or [type(error).__name__]:
-        click.echo(f"error: {line}", err=True)
+        click.echo(f"error: {printable(line)}", err=True)
     if os.environ.get("TORCHELASTIC_ERROR_FILE"):  # a torchrun worker: tell the launcher too
         from ..launch import record_for_launcher
 
@@ -50,18 +59,32 @@ def report(error: NectarGANError) -> int:
     return error.exit_code
 
 
+def debugged(error: NectarGANError) -> NectarGANError:
+    """``error``, after printing its traceback when ``nectargan --traceback`` or ``NECTARGAN_DEBUG=1`` asks for it."""
+    if os.environ.get("NECTARGAN_DEBUG", "").strip().lower() in {"1", "true", "yes", "on"}:
+        traceback.print_exception(error)
+    return error
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: load plugins, add their commands, run."""
+    """Console entry point: load plugins, add their commands, run.
+
+    ``--traceback`` before the command (or ``NECTARGAN_DEBUG=1``) shows the
+    tracebacks of plugin failures and of the error a command ends with.
+    """
+    args = sys.argv[1:] if argv is None else argv
+    if "--traceback" in args[: next((i for i, a in enumerate(args) if not a.startswith("-")), len(args))]:
+        os.environ["NECTARGAN_DEBUG"] = "1"  # before plugins load, and for the processes commands start
     try:
         host = get_plugins()
         host.add_commands(cli)
     except NectarGANError as error:  # strict plugin mode
-        sys.exit(report(error))
+        sys.exit(report(debugged(error)))
     host.warn_failures()
     try:
         cli.main(args=argv, prog_name="nectargan", standalone_mode=False)
     except NectarGANError as error:
-        sys.exit(report(error))
+        sys.exit(report(debugged(error)))
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
@@ -70,3 +93,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(error.exit_code)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
+    except (OSError, RuntimeError) as error:  # RuntimeError: torch reports a failed write() as one
+        line = describe_os_error(error)
+        if line is None:
+            raise
+        sys.exit(report(NectarGANError(line)))

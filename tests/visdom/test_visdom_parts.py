@@ -11,7 +11,7 @@ import time
 import pytest
 from pydantic import ValidationError
 
-from nectargan_visdom.board import Board, Curves
+from nectargan_visdom.board import MARKERS_UP_TO, Board, Curves
 from nectargan_visdom.options import VisdomOptions
 from nectargan_visdom.server import missing_assets
 from nectargan_visdom.updates import ImageUpdate, LogUpdate, UpdateQueue, ValidationUpdate
@@ -114,9 +114,53 @@ def test_options_defaults_and_errors():
 
 def test_plugin_module_imports_neither_torch_nor_visdom():
     code = ("import sys, nectargan_visdom.plugin; "
-            "print(sorted(m for m in ('torch', 'visdom') if m in sys.modules))")
+            "print(sorted(m for m in ('torch', 'visdom', 'nectargan_visdom._vendor.visdom') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+class RecordingClient:
+    """Stands in for visdom's client in ``Window.draw``: keeps what would be sent."""
+
+    env = "e"
+
+    def __init__(self):
+        self.sent = {}
+
+    def line(self, Y, X, win, env, opts):
+        self.sent[win] = {"Y": Y, "X": X, "opts": opts}
+
+
+def test_short_curves_get_markers_so_a_single_point_shows():
+    board = Board(VisdomOptions())
+    board.apply(ValidationUpdate(1.0, {"psnr": 21.0}))
+    for step in range(MARKERS_UP_TO + 1):
+        board.apply(LogUpdate(step / 10, {"loss": 1.0}, None))
+    client = RecordingClient()
+    for window in board.dirty():
+        window.draw(client)
+    assert client.sent["val_psnr"]["opts"]["markers"] is True and client.sent["val_psnr"]["opts"]["markersize"] > 0
+    assert client.sent["val_psnr"]["X"].tolist() == [[1.0]]
+    assert "markers" not in client.sent["loss"]["opts"]  # 51 points: the line alone
+    board = Board(VisdomOptions())
+    for step in range(MARKERS_UP_TO):
+        board.apply(LogUpdate(step / 10, {"loss": 1.0}, None))
+    board.windows["loss"].draw(client)
+    assert client.sent["loss"]["opts"]["markers"] is True
+
+
+def test_the_learning_rate_axis_starts_at_zero_and_labels_small_values():
+    board = Board(VisdomOptions(log_scale=True))
+    board.apply(LogUpdate(0.5, {"G/gan": 0.7}, {"opt_g": 2e-4, "opt_d": 2e-4}))
+    client = RecordingClient()
+    for window in board.dirty():
+        window.draw(client)
+    lr = client.sent["lr"]["opts"]
+    assert lr["layoutopts"] == {"plotly": {"yaxis": {"title": "learning rate", "rangemode": "tozero",
+                                                     "exponentformat": "e", "showexponent": "all"}}}
+    assert lr["legend"] == ["opt_g", "opt_d"] and "ytype" not in lr
+    loss = client.sent["loss_G"]["opts"]
+    assert loss["ytype"] == "log" and "layoutopts" not in loss  # log_scale is for the loss windows only
 
 
 def test_missing_assets_are_read_from_the_page(tmp_path):

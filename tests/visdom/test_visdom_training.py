@@ -80,7 +80,12 @@ def test_a_pix2pix_run_shows_the_newest_example_grid(tmp_path, visdom_server):
     assert set(series(windows["loss_G"])) == {k for k in logged if k.startswith("G/") and "." not in k}
     assert set(series(windows["loss_D"])) == {k for k in logged if k.startswith("D/") and "." not in k}
     assert set(series(windows["lr"])) == {"opt_g", "opt_d"}
-    assert any(name.startswith("val_") for name in windows)
+    # What the page gets: an LR axis from 0 with e-notation ticks, markers on the short validation curves.
+    assert {key: windows["lr"]["content"]["layout"]["yaxis"][key] for key in ("rangemode", "exponentformat")} == \
+        {"rangemode": "tozero", "exponentformat": "e"}
+    validation = [name for name in windows if name.startswith("val_")]
+    assert validation and all({trace["mode"] for trace in windows[name]["content"]["data"]} == {"lines+markers"}
+                              for name in validation)
     newest = sorted((run.dir / "examples").glob("*.png"))[-1]
     assert newest.name == "epoch0002.png"
     content = windows["examples"]["content"]
@@ -132,7 +137,7 @@ def test_a_server_that_goes_away_and_comes_back(tmp_path, own_server, capfd):
 
 
 def test_a_silent_server_never_slows_training(tmp_path, blackhole_port, capfd):
-    import nectargan_visdom.visualizer  # noqa: F401 - import visdom before timing
+    import nectargan_visdom.visualizer  # noqa: F401 - import the vendored visdom before timing
 
     def timed(config):
         start = time.perf_counter()

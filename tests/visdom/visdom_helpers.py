@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -74,12 +75,12 @@ class VisdomServer:
         return self.log.read_text() if self.log.exists() else ""
 
     def windows(self, env: str) -> dict[str, Any]:
-        """Every window of ``env``, as visdom's own client reads it back."""
-        from visdom import Visdom
-
-        client = Visdom(server="http://127.0.0.1", port=self.port, env=env, raise_exceptions=True,
-                        use_incoming_socket=False)
-        return json.loads(client.get_window_data(None, env))
+        """Every window of ``env`` as the server holds it (what visdom's ``get_window_data`` reads)."""
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/win_data", method="POST",
+                                         data=json.dumps({"eid": env, "win": None}).encode())
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never a proxy for 127.0.0.1
+        with direct.open(request, timeout=10) as answer:
+            return json.loads(answer.read())
 
 
 def series(window: dict[str, Any]) -> dict[str, list[tuple[float, float]]]:

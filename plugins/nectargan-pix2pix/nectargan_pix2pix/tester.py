@@ -9,7 +9,8 @@ Results go to ``RUN_DIR/test/<checkpoint>-<split>/``::
     images/        the generator's outputs, one PNG per input, named after it
     grids/         input | output | target per image (with ``grid=True``)
 
-``mode="eval"`` runs G in eval mode (dropout off, BN running statistics).
+``mode="eval"`` runs G in eval mode (dropout off, BN running statistics);
+without ``mode`` the run's config decides (``test.mode``, eval by default).
 ``mode="train"`` reproduces the reference's test behaviour, which never calls
 ``eval()``: dropout on and BN on the statistics of each batch (so results
 depend on the batch size; the reference uses 1). The saved weights are never
@@ -24,7 +25,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Sequence
 
 import torch
 
@@ -78,7 +79,10 @@ def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional
     if data.name != "paired":
         raise NectarGANError(f"nectargan test reads paired datasets; this run's dataset is '{data.name}'")
     options = dict(data.options)
-    root = Path(data_root) if data_root is not None else Path(options.get("root") or "")
+    if data_root is None and not options.get("root"):
+        raise DatasetError(f"{generator.checkpoint}: its config names no dataset folder (data.root), as for "
+                           "imported weights; pass --data-root DIR")
+    root = Path(data_root) if data_root is not None else Path(options["root"])
     if not root.is_dir():
         raise DatasetError(f"{root}: the run's dataset folder (data.root) was not found from here; "
                            "pass --data-root DIR")
@@ -95,11 +99,17 @@ def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional
     return PairedDataset(options, view, seed=generator.config.run.seed)
 
 
-def run_test(target: str | Path, which: str = "latest", *, split: str = "test", mode: Mode = "eval",
+def run_test(target: str | Path, which: str = "latest", *, split: str = "test", mode: Optional[Mode] = None,
              out_dir: Optional[Path] = None, batch_size: Optional[int] = None, device: str | torch.device = "cpu",
-             data_root: Optional[Path] = None, grid: bool = False) -> EvaluationReport:
-    """Run the generator over ``split``, write metrics and images, and return the scores."""
-    generator = load_generator(target, which, device=device)
+             data_root: Optional[Path] = None, grid: bool = False, arch: Optional[str] = None,
+             arch_options: Sequence[str] = ()) -> EvaluationReport:
+    """Run the generator over ``split``, write metrics and images, and return the scores.
+
+    With ``arch``, ``target`` is a reference state dict (see :func:`~nectargan_pix2pix.inference.load_generator`).
+    """
+    generator = load_generator(target, which, device=device, arch=arch, arch_options=arch_options)
+    if mode is None:
+        mode = generator.config.test.mode  # the run's own choice (the reference preset: train)
     dataset = split_dataset(generator, split, data_root=data_root, batch_size=batch_size)
     if not len(dataset):
         raise DatasetError(f"{dataset.path}: no images in the {split} split")

@@ -19,6 +19,13 @@ from .options import VisdomOptions
 from .updates import ImageUpdate, LogUpdate, Update, ValidationUpdate
 
 UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+#: Points are drawn as markers too while no series of a window is longer than this: plotly draws a
+#: one-point line as nothing, and a validation window has one point per validation.
+MARKERS_UP_TO = 50
+MARKER_SIZE = 6
+#: The learning-rate axis starts at 0 and labels ticks like 2e-4: plotly's default range for a constant
+#: series is value +-1, which puts a constant 2e-4 on a line labelled "0".
+LR_AXIS = {"rangemode": "tozero", "exponentformat": "e", "showexponent": "all"}
 
 
 class Window(Protocol):
@@ -33,15 +40,23 @@ class Window(Protocol):
 
 
 class Curves:
-    """A line window: named series of (x, y) points; x is the fractional epoch."""
+    """A line window: named series of (x, y) points; x is the fractional epoch.
 
-    def __init__(self, win: str, title: str, ylabel: str, log_scale: bool = False) -> None:
+    ``yaxis`` holds plotly axis settings that visdom has no option for (they
+    replace visdom's own y axis, so the label is repeated there).
+    """
+
+    def __init__(self, win: str, title: str, ylabel: str, log_scale: bool = False,
+                 yaxis: Optional[Mapping[str, Any]] = None) -> None:
         self.win = win
         self.dirty = False
         self.series: dict[str, tuple[list[float], list[float]]] = {}
-        self.opts = {"title": title, "xlabel": "epoch", "ylabel": ylabel, "showlegend": True}
+        self.opts: dict[str, Any] = {"title": title, "xlabel": "epoch", "ylabel": ylabel, "showlegend": True}
         if log_scale:
             self.opts["ytype"] = "log"
+        if yaxis:
+            axis = {"title": ylabel, **({"type": "log"} if log_scale else {}), **yaxis}
+            self.opts["layoutopts"] = {"plotly": {"yaxis": axis}}
 
     def add(self, x: float, values: Mapping[str, Any]) -> None:
         for name, value in values.items():
@@ -58,6 +73,13 @@ class Curves:
     def ready(self) -> bool:
         return bool(self.series)
 
+    def window_opts(self) -> dict[str, Any]:
+        """The opts sent with the window now: markers while the series are short."""
+        opts = {**self.opts, "legend": list(self.series)}
+        if max(len(xs) for xs, _ in self.series.values()) <= MARKERS_UP_TO:
+            opts.update(markers=True, markersize=MARKER_SIZE)
+        return opts
+
     def draw(self, client: Any) -> None:
         # visdom wants one rectangular array; series that started later are padded
         # with NaN, which visdom sends as null and plotly leaves out.
@@ -69,7 +91,7 @@ class Curves:
             xs, ys = self.series[name]
             X[: len(xs), column] = xs
             Y[: len(ys), column] = ys
-        client.line(Y=Y, X=X, win=self.win, env=client.env, opts={**self.opts, "legend": names})
+        client.line(Y=Y, X=X, win=self.win, env=client.env, opts=self.window_opts())
 
 
 class Text:
@@ -129,7 +151,7 @@ class Board:
             if self.options.losses and update.losses:
                 self._losses(update.x, update.losses)
             if self.options.lr and update.lr:
-                self._curves("lr", "learning rates", "learning rate").add(update.x, update.lr)
+                self._curves("lr", "learning rates", "learning rate", yaxis=LR_AXIS).add(update.x, update.lr)
         elif isinstance(update, ValidationUpdate):
             if self.options.validation:
                 for name, value in update.metrics.items():
@@ -153,8 +175,9 @@ class Board:
             title = f"{network} losses" if network else "losses"
             self._curves(win, title, "loss", self.options.log_scale).add(x, values)
 
-    def _curves(self, win: str, title: str, ylabel: str, log_scale: bool = False) -> Curves:
-        curves = self.windows.setdefault(win, Curves(win, title, ylabel, log_scale))
+    def _curves(self, win: str, title: str, ylabel: str, log_scale: bool = False,
+                yaxis: Optional[Mapping[str, Any]] = None) -> Curves:
+        curves = self.windows.setdefault(win, Curves(win, title, ylabel, log_scale, yaxis))
         assert isinstance(curves, Curves)
         return curves
 

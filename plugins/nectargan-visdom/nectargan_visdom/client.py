@@ -14,12 +14,14 @@ import re
 from typing import Any
 
 import requests
-from visdom import Visdom
+
+from ._vendor import visdom as vendored_visdom
+from ._vendor.visdom import Visdom
 
 # The client logs warnings meant for interactive use ("Without the incoming
 # socket ..."); a NullHandler keeps them off stderr unless the application
 # configured logging itself.
-logging.getLogger("visdom").addHandler(logging.NullHandler())
+logging.getLogger(vendored_visdom.__name__).addHandler(logging.NullHandler())
 
 
 class ServerRejected(Exception):

@@ -1,11 +1,12 @@
-"""Run visdom's server without its download step, so it starts offline.
+"""Run the vendored visdom server (``_vendor/visdom``) without its download step, so it starts offline.
 
 ``python -m visdom.server`` first fetches the browser's JavaScript, CSS and
-fonts from CDNs and fails without internet. The server itself needs none of
-them: :func:`serve` builds visdom's tornado ``Application`` directly and
-listens on the address asked for. Only the web page needs the assets; when
-they are missing, one line says how to add them and the data API (what
-training sends, and what ``Visdom.get_window_data`` reads) works regardless.
+fonts from CDNs and fails without internet. This package ships those files
+in its copy of visdom's ``static`` folder (``_vendor/README.md``), and
+:func:`serve` builds visdom's tornado ``Application`` directly, listening on
+the address asked for. Should an asset be missing all the same (a damaged
+install), one line says so; the data API (what training sends, and what
+``Visdom.get_window_data`` reads) works regardless.
 
 visdom's page also links ``static_url("../user/style.css")``, which tornado
 6.6 and later refuse to fingerprint, failing the whole page with a 403;
@@ -15,7 +16,6 @@ plain URLs, without touching how files are served.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -24,11 +24,8 @@ ASSET_REFERENCE = re.compile(r"""static_url\(\s*['"]([^'"]+)['"]\s*\)""")
 
 
 def static_dir() -> Path:
-    """visdom's ``static`` folder, found without importing visdom."""
-    spec = importlib.util.find_spec("visdom")
-    if spec is None or spec.origin is None:
-        raise ModuleNotFoundError("visdom is not installed; pip install visdom")
-    return Path(spec.origin).parent / "static"
+    """The vendored visdom's ``static`` folder (the page and its assets), found without importing visdom."""
+    return Path(__file__).resolve().parent / "_vendor" / "visdom" / "static"
 
 
 def missing_assets(static: Optional[Path] = None) -> list[str]:
@@ -57,7 +54,7 @@ def page_safe_static_urls() -> type:
 
 def build_app(port: int, env_path: str) -> Any:
     """visdom's tornado application, without autoreload and with page-safe asset URLs."""
-    from visdom.server import app as visdom_app
+    from ._vendor.visdom.server import app as visdom_app
 
     # visdom turns on tornado's debug mode, whose autoreload would restart the
     # server (dropping every plot it holds) whenever an imported file changes.
@@ -73,9 +70,9 @@ def serve(host: str, port: int, env_path: str, say: Callable[[str], None], warn:
 
     missing = missing_assets()
     if missing:
-        warn(f"visdom: {len(missing)} browser assets (JavaScript/CSS from CDNs) are missing from {static_dir()}, "
-             "so the web page stays blank; the data API works. To add them, run `python -m visdom.server` once "
-             "with internet access, or copy a complete visdom/static folder from a machine that has one there")
+        warn(f"visdom: {len(missing)} browser assets are missing from {static_dir()} ({', '.join(missing[:3])}"
+             f"{', ...' if len(missing) > 3 else ''}), so the web page stays blank; the data API works. "
+             "Reinstall nectargan-visdom to restore them")
     app = build_app(port, env_path)
     app.listen(port, address=host, max_buffer_size=1024**3)
     say(f"visdom: serving http://{host}:{port} (saved envs in {env_path}); Ctrl+C stops it")

@@ -7,7 +7,9 @@ from typing import Optional
 
 import click
 
-from .options import checkpoint_option, device_option
+from nectargan_core.limits import BATCH_OPTION
+
+from .options import check_reference_options, checkpoint_option, device_option, reference_options
 
 
 @click.command("test")
@@ -15,19 +17,22 @@ from .options import checkpoint_option, device_option
 @checkpoint_option
 @click.option("--split", type=click.Choice(["test", "val", "train"]), default="test", show_default=True,
               help="Split of the run's dataset (train is read unaugmented, like val).")
-@click.option("--mode", type=click.Choice(["eval", "train"]), default="eval", show_default=True,
+@click.option("--mode", type=click.Choice(["eval", "train"]), default=None,
               help="eval: dropout off, BN running statistics. train: the reference's test behaviour "
-                   "(dropout on, per-batch BN statistics); the saved weights are never changed.")
+                   "(dropout on, per-batch BN statistics); the saved weights are never changed. "
+                   "Default: the run's test.mode (eval unless its config says otherwise).")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None,
               help="Output folder (default: RUN_DIR/test/<checkpoint>-<split>[-train-mode]).")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None,
+@click.option("--batch-size", type=BATCH_OPTION, default=None,
               help="Images per batch (default: the run's data.<split>.batch_size).")
 @device_option
 @click.option("--data-root", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Dataset folder, when the run's data.root does not resolve from here.")
 @click.option("--grid", is_flag=True, help="Also write input | output | target grids to grids/.")
-def test_command(run_dir: Path, which: str, split: str, mode: str, out_dir: Optional[Path],
-                 batch_size: Optional[int], device: str, data_root: Optional[Path], grid: bool) -> None:
+@reference_options
+def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out_dir: Optional[Path],
+                 batch_size: Optional[int], device: str, data_root: Optional[Path], grid: bool,
+                 arch: Optional[str], arch_options: tuple[str, ...]) -> None:
     """Run a trained generator over a split; write per-image L1, PSNR, SSIM and the outputs.
 
     Writes metrics.json (mean, per image, checkpoint, epoch, mode, and the
@@ -39,12 +44,15 @@ def test_command(run_dir: Path, which: str, split: str, mode: str, out_dir: Opti
       nectargan test runs/facades/version_0
       nectargan test runs/facades/version_0 --checkpoint best --grid
       nectargan test runs/facades/version_0 --checkpoint 100 --mode train --batch-size 1
+      nectargan test latest_net_G.pth --arch unet_256 --data-root datasets/facades
     """
+    check_reference_options(arch, arch_options)
     from nectargan_core.device import resolve_device
 
     from ..tester import run_test
 
     report = run_test(run_dir, which, split=split, mode=mode, out_dir=out_dir, batch_size=batch_size,
-                      device=resolve_device(device), data_root=data_root, grid=grid)
+                      device=resolve_device(device), data_root=data_root, grid=grid, arch=arch,
+                      arch_options=arch_options)
     click.echo(report.summary())
     click.echo(f"results: {report.out_dir}")

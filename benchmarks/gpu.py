@@ -1,0 +1,355 @@
+"""GPU figures and CUDA-path checks, in one prepared run on a CUDA machine.
+
+Usage::
+
+    python benchmarks/gpu.py [--json OUT] [--quick]
+
+Sections (each variant runs alternately, step by step, after warm-up; every timed step ends with
+``sync()``; figures are medians):
+
+1. the pix2pix step against the reference's ``optimize_parameters`` (fp32, the reference's default
+   Adam, which is ``foreach`` on CUDA) at 256x1 and 256x16: ours in fp32, bf16 and fp16 autocast,
+   bf16 + channels_last; peak GPU memory of each;
+2. torch.compile (``precision.compile: default``, inductor) + bf16 vs eager bf16 at 256x16, with the
+   cold compile time;
+3. the losses of the reference step and ours (fp32) after 20 steps from the same weights and data;
+4. inference: the generator alone at 256, batch 1 and 16, fp32 / bf16 / fp16, ms per image;
+5. the CLI on CUDA: ``nectargan train --nproc 1`` with the NCCL backend (process group, DDP wrapper,
+   NCCL all-reduce), then ``--resume`` for one more epoch, ``test`` and ``export --format onnx``;
+6. CycleGAN (when nectargan-cyclegan is installed): our step vs the reference's at 256x1.
+
+Nothing here runs without CUDA: it says so and exits 0 (CI never runs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+RESULTS: dict[str, Any] = {}
+#: "cuda" on a GPU machine; "cpu" for --smoke-cpu (checks this script itself on small sizes, no figures).
+DEV = "cuda"
+SIZE = 256
+BACKEND = "nccl"
+WARMUP = 5
+
+
+def sync() -> None:
+    if DEV == "cuda":
+        torch.cuda.synchronize()
+
+
+def say(section: str, what: str, value: str) -> None:
+    print(f"  [{section}] {what}: {value}", flush=True)
+
+
+def environment() -> dict[str, Any]:
+    props = torch.cuda.get_device_properties(0)
+    env = {
+        "device": torch.cuda.get_device_name(0),
+        "capability": f"{props.major}.{props.minor}",
+        "memory_gib": round(props.total_memory / 2**30, 1),
+        "multiprocessors": props.multi_processor_count,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+    }
+    print("environment:", json.dumps(env), flush=True)
+    return env
+
+
+def timed(variants: dict[str, Callable[[int], Any]], repeats: int, warmup: int | None = None) -> dict[str, float]:
+    """Median seconds per call of each variant; one call each in turn (order rotated), synchronised."""
+    warmup = WARMUP if warmup is None else warmup
+    names = list(variants)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(warmup + repeats):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for n in order:
+            sync()
+            t0 = time.perf_counter()
+            variants[n](r)
+            sync()
+            if r >= warmup:
+                times[n].append(time.perf_counter() - t0)
+    return {n: statistics.median(v) for n, v in times.items()}
+
+
+def peak_memory(fn: Callable[[int], Any], steps: int = 3) -> float:
+    if DEV != "cuda":
+        return float("nan")
+    sync()
+    torch.cuda.reset_peak_memory_stats()
+    for i in range(steps):
+        fn(i)
+    sync()
+    return torch.cuda.max_memory_allocated() / 2**30
+
+
+def cuda_batches(size: int, batch: int, n: int = 4, seed: int = 1) -> list[dict]:
+    g = torch.Generator().manual_seed(seed)
+    return [{"A": (torch.rand(batch, 3, size, size, generator=g) * 2 - 1).to(DEV),
+             "B": (torch.rand(batch, 3, size, size, generator=g) * 2 - 1).to(DEV)} for _ in range(n)]
+
+
+def reference_step(G: torch.nn.Module, D: torch.nn.Module, opt_g: Any, opt_d: Any) -> Callable[[dict], Any]:
+    """The reference's pix2pix optimize_parameters (GANLoss labels are buffers on the device)."""
+    real_label = torch.tensor(1.0, device=DEV)
+    fake_label = torch.tensor(0.0, device=DEV)
+
+    def step(batch: dict) -> Any:
+        real_a, real_b = batch["A"], batch["B"]
+        fake_b = G(real_a)
+        for p in D.parameters():
+            p.requires_grad = True
+        opt_d.zero_grad()
+        pred_fake = D(torch.cat((real_a, fake_b), 1).detach())
+        loss_d_fake = F.binary_cross_entropy_with_logits(pred_fake, fake_label.expand_as(pred_fake))
+        pred_real = D(torch.cat((real_a, real_b), 1))
+        loss_d_real = F.binary_cross_entropy_with_logits(pred_real, real_label.expand_as(pred_real))
+        loss_d = (loss_d_fake + loss_d_real) * 0.5
+        loss_d.backward()
+        opt_d.step()
+        for p in D.parameters():
+            p.requires_grad = False
+        opt_g.zero_grad()
+        pred_fake = D(torch.cat((real_a, fake_b), 1))
+        loss_g_gan = F.binary_cross_entropy_with_logits(pred_fake, real_label.expand_as(pred_fake))
+        loss_g_l1 = F.l1_loss(fake_b, real_b) * 100.0
+        (loss_g_gan + loss_g_l1).backward()
+        opt_g.step()
+        return {"D": loss_d.detach(), "G/gan": loss_g_gan.detach(), "G/l1": loss_g_l1.detach()}
+    return step
+
+
+def reference_adam(params: Any) -> torch.optim.Adam:
+    return torch.optim.Adam(params, lr=2e-4, betas=(0.5, 0.999))  # the reference's call; foreach on CUDA
+
+
+def cuda_trainer(size: int, batch: int, **sections: Any) -> Any:
+    import run as bench  # benchmarks/run.py: the same trainer set-up as the CPU figures
+
+    precision = {"amp": "off", **sections.pop("precision", {})}
+    return bench.make_trainer(size, batch, run={"device": DEV}, precision=precision, **sections)
+
+
+def bench_steps(sizes: list[tuple[int, int]], repeats: int) -> None:
+    import run as bench
+
+    print("\n== 1. pix2pix step: reference (fp32) vs ours (fp32, bf16, fp16, bf16+channels_last) ==", flush=True)
+    out: dict[str, Any] = {}
+    for size, batch in sizes:
+        trainers = {
+            "ours_fp32": cuda_trainer(size, batch),
+            "ours_bf16": cuda_trainer(size, batch, precision={"amp": "bf16"}),
+            "ours_bf16_cl": cuda_trainer(size, batch, precision={"amp": "bf16", "channels_last": True}),
+        }
+        if DEV == "cuda":  # fp16 training needs a GPU (the trainer refuses it on the CPU)
+            trainers["ours_fp16"] = cuda_trainer(size, batch, precision={"amp": "fp16"})
+        base = trainers["ours_fp32"]
+        G, D = copy.deepcopy(base.generator), copy.deepcopy(base.discriminator)
+        ref = reference_step(G, D, reference_adam(G.parameters()), reference_adam(D.parameters()))
+        data = cuda_batches(size, batch)
+        variants: dict[str, Callable[[int], Any]] = {"reference_fp32": lambda i: ref(data[i % len(data)])}
+        for name, trainer in trainers.items():
+            step = bench.engine_step(trainer)
+            variants[name] = (lambda s: (lambda i: s(data[i % len(data)], i)))(step)
+        med = timed(variants, repeats)
+        memory = {name: peak_memory(fn) for name, fn in variants.items()}
+        key = f"{size}x{batch}"
+        out[key] = {name: {"s_per_step": s, "img_per_s": batch / s, "peak_gib": memory[name],
+                           "vs_reference": s / med["reference_fp32"]} for name, s in med.items()}
+        for name, s in med.items():
+            say("1", f"{key} {name}", f"{s * 1000:.1f} ms/step, {batch / s:.1f} img/s, "
+                f"{s / med['reference_fp32']:.3f} x reference, peak {memory[name]:.2f} GiB")
+        del trainers, base, G, D, ref, variants
+        torch.cuda.empty_cache()
+    RESULTS["1_steps"] = out
+
+
+def bench_compile(size: int, batch: int, repeats: int) -> None:
+    import run as bench
+
+    print("\n== 2. torch.compile (inductor, mode default) + bf16 vs eager bf16 ==", flush=True)
+    eager = cuda_trainer(size, batch, precision={"amp": "bf16"})
+    compiled = cuda_trainer(size, batch, precision={"amp": "bf16", "compile": "default"})
+    data = cuda_batches(size, batch)
+    step_e, step_c = bench.engine_step(eager), bench.engine_step(compiled)
+    sync()
+    t0 = time.perf_counter()
+    for i in range(3):  # the first calls compile (G and D, forward and backward)
+        step_c(data[i % len(data)], i)
+    sync()
+    cold = time.perf_counter() - t0
+    med = timed({"eager": lambda i: step_e(data[i % len(data)], i),
+                 "compiled": lambda i: step_c(data[i % len(data)], i)}, repeats)
+    ratio = med["compiled"] / med["eager"]
+    RESULTS["2_compile"] = {"size": f"{size}x{batch}", "eager_s": med["eager"], "compiled_s": med["compiled"],
+                            "ratio": ratio, "cold_compile_s": cold}
+    say("2", f"{size}x{batch} compiled / eager (bf16)",
+        f"{med['compiled'] * 1000:.1f} / {med['eager'] * 1000:.1f} ms = {ratio:.3f}; first 3 steps {cold:.1f} s")
+
+
+def bench_parity(size: int, steps: int = 20) -> None:
+    import run as bench
+
+    print("\n== 3. losses after 20 steps, reference vs ours (fp32, same weights and data) ==", flush=True)
+    trainer = cuda_trainer(size, 1)
+    G, D = copy.deepcopy(trainer.generator), copy.deepcopy(trainer.discriminator)
+    ref = reference_step(G, D, reference_adam(G.parameters()), reference_adam(D.parameters()))
+    ours = bench.engine_step(trainer)
+    data = cuda_batches(size, 1, n=steps, seed=7)
+    last: dict[str, dict[str, float]] = {}
+    for name in ("reference", "ours"):
+        for i in range(steps):
+            torch.manual_seed(1000 + i)
+            logs = ref(data[i]) if name == "reference" else ours(data[i], i)
+        last[name] = {k: float(v) for k, v in logs.items()}
+    ours_l = {"D": last["ours"]["D/gan_d"], "G/gan": last["ours"]["G/gan"], "G/l1": last["ours"]["G/l1"]}
+    rel = {k: abs(ours_l[k] - last["reference"][k]) / max(abs(last["reference"][k]), 1e-12) for k in ours_l}
+    RESULTS["3_parity"] = {"reference": last["reference"], "ours": ours_l, "rel_diff": rel}
+    say("3", f"{size}x1 after {steps} steps", ", ".join(
+        f"{k} {last['reference'][k]:.5f} vs {ours_l[k]:.5f} (rel {rel[k]:.1e})" for k in ours_l))
+
+
+def bench_inference(repeats: int) -> None:
+    print("\n== 4. inference: unet_256 generator alone, eval mode, ms per image ==", flush=True)
+    trainer = cuda_trainer(SIZE, 1)
+    G = copy.deepcopy(trainer.generator).eval()
+    out: dict[str, Any] = {}
+    for batch in (1, 16):
+        x = torch.rand(batch, 3, SIZE, SIZE, device=DEV) * 2 - 1
+        variants = {}
+        for name, dtype in (("fp32", None), ("bf16", torch.bfloat16), ("fp16", torch.float16)):
+            def run_one(i: int, dtype: Any = dtype) -> Any:
+                with torch.inference_mode(), torch.autocast(DEV, dtype=dtype or torch.float32,
+                                                            enabled=dtype is not None):
+                    return G(x)
+            variants[name] = run_one
+        med = timed(variants, repeats)
+        out[f"batch{batch}"] = {n: {"ms_per_image": s * 1000 / batch} for n, s in med.items()}
+        say("4", f"batch {batch}", ", ".join(f"{n} {s * 1000 / batch:.2f} ms/img" for n, s in med.items()))
+    RESULTS["4_inference"] = out
+
+
+def cli(*args: str, check: bool = True, timeout: int = 300) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "nectargan_core", *args]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    took = time.perf_counter() - t0
+    tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+    print(f"  $ nectargan {' '.join(args)}  -> exit {proc.returncode} in {took:.1f} s; " + " | ".join(tail), flush=True)
+    if check and proc.returncode != 0:
+        print(proc.stdout[-3000:], proc.stderr[-3000:], sep="\n")
+    return proc
+
+
+def bench_cli(tmp: Path) -> None:
+    print("\n== 5. the CLI on CUDA: --nproc 1 with NCCL, resume, test, export ==", flush=True)
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix="cli-", dir=tmp))
+    data = tmp / "synth"
+    results: dict[str, Any] = {}
+    count = "48" if DEV == "cuda" else "12"
+    results["synth"] = cli("data", "synth", str(data), "--count", count, "--size", str(SIZE)).returncode
+    small = ["--set", "models.generator.name=unet_128", "--set", "data.load_size=128", "--set", "data.crop_size=128",
+             "--set", "data.num_workers=0"] if DEV == "cpu" else []
+    common = [*small, "--set", f"data.root={data}", "--set", f"run.output_dir={tmp / 'runs'}", "--set", "run.name=gpu",
+              "--set", f"run.device={DEV}", "--set", f"distributed.backend={BACKEND}", "--set", "data.num_workers=4"][: None if DEV == "cuda" else -2]
+    t0 = time.perf_counter()
+    first = cli("train", "--trainer", "pix2pix", "--nproc", "1", "--set", "loop.epochs=1", *common)
+    results["train_nccl_exit"] = first.returncode
+    results["train_nccl_s"] = time.perf_counter() - t0
+    run_dir = next((tmp / "runs" / "gpu").glob("version_*"))
+    resumed = cli("train", "--resume", str(run_dir), "--set", "loop.epochs=2")
+    results["resume_exit"] = resumed.returncode
+    status = json.loads((run_dir / "status.json").read_text()) if (run_dir / "status.json").exists() else {}
+    results["status_after_resume"] = status.get("status"), status.get("epoch")
+    results["test_exit"] = cli("test", str(run_dir), "--checkpoint", "latest", "--device", DEV).returncode
+    results["export_onnx_exit"] = cli("export", str(run_dir), "--format", "onnx").returncode
+    RESULTS["5_cli"] = results
+    say("5", "results", json.dumps(results))
+
+
+def bench_cyclegan(repeats: int) -> None:
+    try:
+        import nectargan_cyclegan  # noqa: F401
+    except ImportError:
+        print("\n== 6. CycleGAN: nectargan-cyclegan is not installed; skipped ==", flush=True)
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        import cyclegan_bench
+    except ImportError:
+        print("\n== 6. CycleGAN: benchmarks/cyclegan_bench.py not found; skipped ==", flush=True)
+        return
+    print("\n== 6. CycleGAN step: ours vs the reference (256x1) ==", flush=True)
+    RESULTS["6_cyclegan"] = cyclegan_bench.compare(DEV, repeats, say)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
+    parser.add_argument("--tmp", type=Path, default=Path("/tmp/nectargan-gpu"))
+    parser.add_argument("--only", default="", help="comma-separated sections to run (default: all)")
+    parser.add_argument("--smoke-cpu", action="store_true", help="check this script on the CPU at 64 px (no figures)")
+    args = parser.parse_args()
+    global DEV, SIZE, BACKEND, WARMUP
+    if args.smoke_cpu:
+        DEV, SIZE, BACKEND, WARMUP = "cpu", 128, "gloo", 1
+    elif not torch.cuda.is_available():
+        print("no CUDA device: nothing to measure (this script is for a GPU machine)")
+        return 0
+    torch.backends.cudnn.benchmark = True
+    args.tmp.mkdir(parents=True, exist_ok=True)
+    repeats = 2 if args.smoke_cpu else 10 if args.quick else 30
+    RESULTS["environment"] = environment() if DEV == "cuda" else {"device": "cpu (smoke run)"}
+    sections = [
+        ("steps", lambda: bench_steps([(SIZE, 1), (SIZE, 2 if args.smoke_cpu else 16)], repeats)),
+        ("compile", lambda: bench_compile(SIZE, 16, repeats) if DEV == "cuda" else None),
+        ("parity", lambda: bench_parity(SIZE)),
+        ("inference", lambda: bench_inference(repeats)),
+        ("cyclegan", lambda: bench_cyclegan(repeats)),
+        ("cli", lambda: bench_cli(args.tmp)),
+    ]
+    failed = []
+    wanted = set(filter(None, args.only.split(",")))
+    for name, fn in sections:
+        if wanted and name not in wanted:
+            continue
+        t0 = time.perf_counter()
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - one section failing must not lose the others' figures
+            import traceback
+
+            traceback.print_exc()
+            failed.append(name)
+            RESULTS.setdefault("errors", {})[name] = f"{type(exc).__name__}: {exc}"
+        print(f"  ({name}: {time.perf_counter() - t0:.1f} s)", flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(RESULTS, indent=2, default=str))
+    print("\nfailed sections:", ", ".join(failed) or "none")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
