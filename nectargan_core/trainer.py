@@ -706,12 +706,12 @@ def _network_mismatch(name: str, module: torch.nn.Module, theirs: Any) -> str | 
     parts = []
     if shapes:
         key, saved, built = shapes[0]
-        parts.append(f"{len(shapes)} tensor(s) differ in shape, e.g. {key} is {saved} in the checkpoint "
+        parts.append(f"{len(shapes)} tensor(s) differ in shape, e.g. '{key}' is {saved} in the checkpoint "
                      f"but {built} here")
     if missing:
-        parts.append(f"{len(missing)} tensor(s) missing from the checkpoint, e.g. {missing[0]}")
+        parts.append(f"{len(missing)} tensor(s) missing from the checkpoint, e.g. '{missing[0]}'")
     if unexpected:
-        parts.append(f"{len(unexpected)} tensor(s) this network does not have, e.g. {unexpected[0]}")
+        parts.append(f"{len(unexpected)} tensor(s) this network does not have, e.g. '{unexpected[0]}'")
     return f"'{name}': {', '.join(parts)}" if parts else None
 
 

@@ -139,7 +139,7 @@ def test_a_resume_whose_networks_do_not_fit_changes_nothing(tmp_path: Path) -> N
     assert "Traceback" not in failed.stderr
     assert re.fullmatch(
         rf"error: {re.escape(str(checkpoint))}: the checkpoint's networks do not fit the ones this config builds: "
-        r"'generator': \d+ tensor\(s\) differ in shape, e\.g\. [\w.]+ is \[8, 3, 4, 4\] in the checkpoint but "
+        r"'generator': \d+ tensor\(s\) differ in shape, e\.g\. '[\w.]+' is \[8, 3, 4, 4\] in the checkpoint but "
         r"\[16, 3, 4, 4\] here; the run's config \(with any --set\) must build the networks it was trained with; "
         rf"nothing in {re.escape(str(run_dir))} was changed", failed.stderr.strip()), failed.stderr
     assert snapshot(run_dir) == before  # config.yaml, status.json, metrics.jsonl, checkpoints: byte for byte
