@@ -30,11 +30,34 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 PROJECT_NAME = "nectargan"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+"""Marks a hook specification of the ``nectargan`` project (for the core's hookspecs; plugins do not need it)."""
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+"""Marks a function or method as a hook implementation: ``@hookimpl`` or ``@hookimpl(wrapper=True)``.
 
-#: The ``register`` callable that every ``register_*`` hook receives.
-#: Call it as ``register(name, obj, *, options=None, description=None, **meta)``.
+Put it on the ``register_*`` functions of a plugin module and on the run hooks
+(``train_step``, ``on_epoch_end``, ...) of trainers, visualizers and callbacks;
+functions without it are not hooks. It is pluggy's ``HookimplMarker`` for the
+``nectargan`` project, so its keyword arguments (``wrapper``, ``tryfirst``,
+``trylast``) are pluggy's.
+"""
+
 Register = Callable[..., None]
+"""The ``register`` callable that every ``register_*`` hook receives.
+
+Call it as ``register(name, obj, *, options=None, description=None, **meta)``:
+
+- ``name``: the part's name (letters, digits, ``_`` and ``-``); users may also
+  write it qualified, ``distribution:name``.
+- ``obj``: the part itself, or a ``"module:attribute"`` string that is imported
+  only when a run uses it (keeps ``nectargan plugins list`` fast and torch-free).
+- ``options``: a pydantic model (or ``"module:Model"``) validating the options a
+  config may give the part; ``None`` means it takes none.
+- ``description``: one line for ``plugins list``/``show``; by default a mapping's
+  ``description`` entry or the first line of ``obj``'s docstring.
+- ``meta``: extra declarations some kinds read (see the contracts page).
+
+Registering one name twice in one plugin is a :class:`~nectargan_core.PluginError`.
+"""
 
 
 class RegistrationSpecs:

@@ -35,16 +35,18 @@ if TYPE_CHECKING:  # pragma: no cover
 class Trainer:
     """Base class for trainers. Subclasses implement ``setup`` and the ``train_step`` hook."""
 
-    #: The pydantic model of the trainer's own config sections (also given to ``register``).
     options: ClassVar[Any] = None
-    #: In a distributed run: True when ``validate`` runs in every process, each on its share of
-    #: the val split, and returns the metrics of the whole split (reduced across processes);
-    #: False when rank 0 validates alone and the others receive its results.
+    """The pydantic model of the trainer's own config sections (also given to ``register``)."""
     distributed_validation: ClassVar[bool] = False
-    #: Core options this trainer implements in its step (see ``nectargan_core.capabilities``), e.g.
-    #: ``"nonfinite_skip"`` for ``loop.nonfinite: skip``; a config asking for one it lacks is refused.
-    #: Declaring ``kit = TrainerKit()`` in the class body adds the kit's.
+    """In a distributed run: True when ``validate`` runs in every process, each on its share of
+    the val split, and returns the metrics of the whole split (reduced across processes);
+    False when rank 0 validates alone and the others receive its results.
+    """
     capabilities: ClassVar[frozenset[str]] = frozenset()
+    """Core options this trainer implements in its step (see ``nectargan_core.capabilities``), e.g.
+    ``"nonfinite_skip"`` for ``loop.nonfinite: skip``; a config asking for one it lacks is refused.
+    Declaring ``kit = TrainerKit()`` in the class body adds the kit's.
+    """
 
     def __init__(
         self,
@@ -136,10 +138,12 @@ class Trainer:
         return obj
 
     def state_dict(self) -> dict[str, Any]:
+        """The state of every tracked object, by the name given to :meth:`track`."""
         return {name: obj.state_dict() for name, obj in self.stateful.items()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore every tracked object; a checkpoint that does not fit changes nothing.
+        """Restore every tracked object from ``state``; a missing one or a network that does not fit is a
+        :class:`CheckpointError`, and then nothing is changed.
 
         The networks are compared with the checkpoint first (tensor names and
         shapes), so a config that builds other networks (a ``--set`` of
@@ -173,6 +177,7 @@ class Trainer:
     # -- the loop --------------------------------------------------------
     @property
     def finished(self) -> bool:
+        """Whether the loop is done: ``loop.epochs`` trained, ``loop.max_steps`` reached, or a stop requested."""
         loop = self.config.loop
         if self.stop_reason is not None:
             return True
@@ -371,6 +376,7 @@ class Trainer:
         return loader
 
     def num_batches(self) -> int | None:
+        """Batches per epoch of the train loader (``len``), or None when it has no length."""
         try:
             return len(self.train_loader)  # type: ignore[arg-type]
         except TypeError:

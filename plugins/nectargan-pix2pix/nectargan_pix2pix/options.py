@@ -26,7 +26,9 @@ from nectargan_core.config import Section, choice_of
 from nectargan_losses.config import LossSection
 from nectargan_losses.options import ScheduleChoice
 
-DataChoice = choice_of("dataset", default="paired")
+from .contracts import DatasetChoice
+
+DataChoice = DatasetChoice
 GeneratorChoice = choice_of("model", default="unet_256")
 DiscriminatorChoice = choice_of("model", default="patchgan_70")
 
