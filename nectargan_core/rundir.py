@@ -150,6 +150,7 @@ class RunDir:
 
     @staticmethod
     def emergency_step(path: Path) -> int:
+        """The step in an emergency checkpoint's name (``emergency-stepN.pt``), or -1 for any other file."""
         match = EMERGENCY_PATTERN.match(path.name)
         return int(match.group(1)) if match else -1
 
