@@ -128,12 +128,18 @@ class CheckpointSection(Section):
     best_mode: str = Field("min", description="min or max: which way best_metric improves", pattern="^(min|max)$")
 
 
+#: The longest distributed.timeout_s: a week (a rank silent for longer is not coming back).
+MAX_TIMEOUT_S = 7 * 24 * 3600
+
+
 class DistributedSection(Section):
     """Data-parallel training under torchrun (ignored by a single process)."""
 
     backend: str = Field("auto", pattern="^(auto|gloo|nccl)$",
                          description="Process-group backend: auto (nccl on CUDA, gloo on CPU), gloo, nccl")
-    timeout_s: float = Field(600.0, gt=0, description="Seconds a rank waits for the others before the run fails")
+    timeout_s: float = Field(600.0, ge=1, le=MAX_TIMEOUT_S, allow_inf_nan=False,
+                             description="Seconds any wait for another process may last before the run fails "
+                                         "(every collective, rank 0 validating or checkpointing alone): 1 to 604800")
     sync_batchnorm: bool = Field(False, description="Convert batch norm layers to SyncBatchNorm (CUDA only)")
     find_unused_parameters: bool = Field(
         False, description="DDP find_unused_parameters (only for models with parameters a step does not use)")

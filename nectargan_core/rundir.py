@@ -4,6 +4,7 @@ Each run directory holds::
 
     config.yaml        the resolved config (architecture options travel with the run)
     status.json        running | finished | failed | interrupted, with epoch and step
+    run.lock           held by the process training the run (one writer per run)
     metrics.jsonl      one JSON record per logging interval and per validation
     checkpoints/       epochNNNN-stepNNNNNNNN.pt (+ .json sidecars), best.pt
     examples/          images written by the trainer
@@ -28,6 +29,7 @@ from .text import printable
 
 VERSION_PATTERN = re.compile(r"^version_(\d+)$")
 CHECKPOINT_PATTERN = re.compile(r"^epoch(\d+)-step(\d+)\.pt$")
+EMERGENCY_PATTERN = re.compile(r"^emergency-step(\d+)\.pt$")
 STATUSES = ("running", "finished", "failed", "interrupted")
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg"}
 
@@ -138,6 +140,19 @@ class RunDir:
                 if match:
                     found.append(((int(match.group(2)), int(match.group(1))), entry))
         return [p for _, p in sorted(found)]
+
+    def emergency_checkpoints(self) -> list[Path]:
+        """Emergency checkpoints (``emergency-stepN.pt``, saved when a run failed), oldest step first."""
+        found = []
+        if self.checkpoints.is_dir():
+            found = [p for p in self.checkpoints.iterdir() if EMERGENCY_PATTERN.match(p.name)]
+        return sorted(found, key=RunDir.emergency_step)
+
+    @staticmethod
+    def emergency_step(path: Path) -> int:
+        """The step in an emergency checkpoint's name (``emergency-stepN.pt``), or -1 for any other file."""
+        match = EMERGENCY_PATTERN.match(path.name)
+        return int(match.group(1)) if match else -1
 
     def latest_example(self) -> tuple[Path, int] | None:
         """The most recently written image in ``examples/`` and its mtime in ns.

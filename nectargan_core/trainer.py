@@ -25,6 +25,7 @@ from .distributed import Distributed, first_line
 from .errors import CheckpointError, NectarGANError, PluginError, TrainingError
 from .metrics import MetricsLog
 from .rundir import RunDir
+from .signals import leave_stopping_to_main
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import ComponentChoice, CoreConfig
@@ -154,13 +155,26 @@ class Trainer:
         return {name: obj.state_dict() for name, obj in self.stateful.items()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore every tracked object from ``state``; a missing one is a :class:`CheckpointError`."""
+        """Restore every tracked object from ``state``; a missing one or a network that does not fit is a
+        :class:`CheckpointError`, and then nothing is changed.
+
+        The networks are compared with the checkpoint first (tensor names and
+        shapes), so a config that builds other networks (a ``--set`` of
+        ``models.*`` on resume, say) is one line naming the networks and shapes
+        before any weight is touched.
+        """
         missing = [name for name in self.stateful if name not in state]
         if missing:
             raise CheckpointError(
                 f"checkpoint has no state for {', '.join(map(repr, missing))}; "
                 "it was written by a different trainer or config"
             )
+        problems = [problem for name, obj in self.stateful.items() if isinstance(obj, torch.nn.Module)
+                    for problem in [_network_mismatch(name, obj, state[name])] if problem]
+        if problems:
+            raise CheckpointError(f"the checkpoint's networks do not fit the ones this config builds: "
+                                  f"{'; '.join(problems)}; the run's config (with any --set) must build the "
+                                  "networks it was trained with")
         for name, obj in self.stateful.items():
             with restoring(f"'{name}'"):
                 obj.load_state_dict(state[name])
@@ -188,7 +202,8 @@ class Trainer:
         """Set up the trainer and its data (idempotent)."""
         if self.train_loader is None:
             self.setup()
-            self.train_loader = self.train_dataloader()
+            # Workers ignore SIGINT/SIGTERM: a stop signalled to every process of the job is the trainer's to handle.
+            self.train_loader = leave_stopping_to_main(self.train_dataloader())
             if self.dist.enabled:
                 self._shard(self.train_loader)
             if not self.hook.train_step.get_hookimpls():
@@ -281,7 +296,7 @@ class Trainer:
             return None
         path = self.run_dir.checkpoints / f"emergency-step{self.global_step:08d}.pt"
         try:
-            self._check_finite()
+            self._check_finite(alone=True)  # the other processes may be anywhere: wait for none of them
             save_checkpoint(self.checkpoint_payload(gather=False), path)
         except Exception as err:  # noqa: BLE001 - the original error is what matters
             print(f"warning: no emergency checkpoint: {err}", file=sys.stderr)
@@ -309,9 +324,8 @@ class Trainer:
             fix = "raise the file size limit (ulimit -f)" if exc.errno == errno.EFBIG else "free space"
             return TrainingError(f"{where}cannot write: {exc.strerror}; {fix} or choose another run.output_dir")
         if self.dist.enabled and isinstance(exc, RuntimeError) and _is_comm_error(exc):
-            return TrainingError(
-                f"rank {self.dist.rank}: lost contact with the other processes at step {self.global_step + 1} "
-                f"({first_line(exc)}); another rank probably failed (see its error); {self._last_good()}")
+            return TrainingError(f"{self.dist.stopped_answering(exc)}; at step {self.global_step + 1}; "
+                                 f"{self._last_good()}")
         return None
 
     def _fit(self) -> None:
@@ -395,6 +409,7 @@ class Trainer:
                 raise PluginError(f"train_step of trainer '{self.name}' returned None; return a mapping of losses")
             self.global_step += 1
             self.batch_in_epoch += 1
+            self.dist.note_step(self.global_step)
             self._accumulate(outputs)
             self.hook.on_train_batch_end(trainer=self, outputs=outputs, batch=batch, batch_idx=batch_idx)
             if self.global_step % loop.log_every_steps == 0:
@@ -498,10 +513,11 @@ class Trainer:
         last = self.run_dir.latest_checkpoint()
         return f"the last good checkpoint is {last}" if last else "no checkpoint was written"
 
-    def _check_finite(self) -> None:
+    def _check_finite(self, alone: bool = False) -> None:
         """Refuse to checkpoint a poisoned state, so the last good checkpoint is never replaced by it.
 
-        One device-side reduction and one read-back per checkpoint (which syncs anyway).
+        One device-side reduction and one read-back per checkpoint (which syncs anyway). In a
+        distributed run the processes decide together, unless ``alone`` (an emergency checkpoint).
         """
         groups = {f"weights of '{name}'": [t for t in obj.state_dict().values() if t.is_floating_point()]
                   for name, obj in self.stateful.items() if isinstance(obj, torch.nn.Module)}
@@ -510,7 +526,8 @@ class Trainer:
         flags = {what: torch.stack([torch.isfinite(t).all() for t in group]).all()
                  for what, group in groups.items() if group}
         ok = not flags or bool(torch.stack(list(flags.values())).all())
-        if not self.dist.any_true(not ok):  # every process must refuse together (none waits for the others)
+        bad_somewhere = not ok if alone else self.dist.any_true(not ok)  # every process refuses together
+        if not bad_somewhere:
             return
         bad = ", ".join(what for what, good in flags.items() if not good) or "values in another process"
         raise TrainingError(f"non-finite {bad} at step {self.global_step}; checkpoint not written; {self._last_good()}")
@@ -688,10 +705,33 @@ class Trainer:
             if self.dist.rank:
                 seed_everything(self.config.run.seed + 1_000_003 * self.dist.rank + self.global_step)
         self._saved_at = (self.epochs_done, self.global_step)
-        self.metrics_log.truncate_to(int(loop.get("metrics_records", 0)))
         self.hook.on_load_checkpoint(trainer=self, checkpoint=checkpoint)
+        # Once everything loaded: the log loses the records written after this checkpoint, then the parts
+        # drop theirs (on_resume's contract: metrics.jsonl is already cut back).
+        self.metrics_log.truncate_to(int(loop.get("metrics_records", 0)))
         self.hook.on_resume(trainer=self, checkpoint=checkpoint, step=self.global_step)
         return checkpoint
+
+
+def _network_mismatch(name: str, module: torch.nn.Module, theirs: Any) -> str | None:
+    """One phrase on how ``theirs`` (a checkpoint's state dict) differs from ``module``'s, or None when it fits."""
+    if not isinstance(theirs, Mapping):
+        return f"'{name}' has no weights in the checkpoint"
+    own = module.state_dict()
+    shapes = [(key, list(theirs[key].shape), list(value.shape)) for key, value in own.items()
+              if key in theirs and isinstance(theirs[key], torch.Tensor) and theirs[key].shape != value.shape]
+    missing = [key for key in own if key not in theirs]
+    unexpected = [key for key in theirs if key not in own]
+    parts = []
+    if shapes:
+        key, saved, built = shapes[0]
+        parts.append(f"{len(shapes)} tensor(s) differ in shape, e.g. '{key}' is {saved} in the checkpoint "
+                     f"but {built} here")
+    if missing:
+        parts.append(f"{len(missing)} tensor(s) missing from the checkpoint, e.g. '{missing[0]}'")
+    if unexpected:
+        parts.append(f"{len(unexpected)} tensor(s) this network does not have, e.g. '{unexpected[0]}'")
+    return f"'{name}': {', '.join(parts)}" if parts else None
 
 
 def _is_comm_error(exc: BaseException) -> bool:

@@ -117,6 +117,7 @@ def _check_config(config_file: str | dict | None, overrides: list[str], resume: 
     from ..config import load_config, load_file
     from ..plugins import get_plugins
     from ..rundir import RunDir, latest_run
+    from ..runlock import check_free
 
     registry = get_plugins().registry
     if resume is None:
@@ -124,4 +125,5 @@ def _check_config(config_file: str | dict | None, overrides: list[str], resume: 
         load_config(config_file, (*overrides, *extra), registry)
         return
     run_dir = latest_run(output_dir or "runs") if resume == "latest" else RunDir.open(resume)
+    check_free(run_dir.path)
     load_config(load_file(run_dir.config_file), overrides, registry)

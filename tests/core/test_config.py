@@ -163,7 +163,8 @@ def test_cli_validate_show_schema_init(cli, tmp_path):
     assert result.stderr.splitlines() == [
         f"error: {bad}: loop.epochs: Input should be greater than 0 (got 0)",
         f"error: {bad}: toy.lrr: unknown key; did you mean 'lr'? allowed keys: batch_size, fail_at_step, "
-        "fail_first_attempt_only, fail_rank, loss, lr, model, nan_at_step, samples, step_sleep, val_samples",
+        "fail_first_attempt_only, fail_rank, loss, lr, model, nan_at_step, samples, step_sleep, stop_at_step, "
+        "stop_rank, stop_where, val_samples",
     ]
 
     shown = cli("config", "show", "-c", str(good), "--set", "loop.epochs=9", "--json")

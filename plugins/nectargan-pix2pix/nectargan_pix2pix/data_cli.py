@@ -132,7 +132,9 @@ def check(directory: Path, layout: str, quick: bool) -> None:
 
     DIRECTORY is a dataset root (checks its train/, val/ and test/, or in the
     unpaired layout its trainA/ trainB/, valA/ valB/, testA/ testB/) or one
-    split folder. Every image is decoded unless --quick.
+    split folder. Every image is decoded unless --quick, with the decoder
+    training uses. Images stored turned with an EXIF orientation are read
+    upright; a note says how many there are.
 
     \b
     Examples:
@@ -156,13 +158,21 @@ def check(directory: Path, layout: str, quick: bool) -> None:
     splits = [s for s in SPLITS if (directory / s).is_dir()]
     folders = {s: directory / s for s in splits} or {directory.name: directory}
     problems: list[str] = []
+    oriented: list[tuple[Path, int]] = []
     found: dict[str, int] = {}
     layouts = set()
     for name, folder in folders.items():
         report = inspect_split(folder, layout, verify="header" if quick else "full")  # type: ignore[arg-type]
         problems += report.problems
+        oriented += report.oriented
         found[name] = len(report.pairs)
         layouts.add(report.layout)
+    if oriented:
+        from .data.pixels import describe_orientation
+
+        path, value = oriented[0]
+        click.echo(f"note: {len(oriented)} image(s) are stored turned, with an EXIF orientation; they are read "
+                   f"upright, as image viewers show them (e.g. {path}: {describe_orientation(value)})", err=True)
     for problem in problems:
         click.echo(problem)
     if problems:
