@@ -288,11 +288,11 @@ def orphan_sections(data: dict[str, Any], recorded: list[PartRecord], registry: 
         values = data.pop(record.name)
         if record.defaults is not None and digest(values) == record.defaults:
             print(f"warning: {source}: {record.name}: the config section of {record.source} is left out: that "
-                  f"plugin is not installed and the section holds only its defaults ({record.install} to keep it)",
+                  f"plugin is not loaded now and the section holds only its defaults ({record.install} to keep it)",
                   file=sys.stderr, flush=True)
             continue
         refusals.append(f"{source}: {record.name}: this config section comes from {record.source}, which is not "
-                        f"installed, and holds settings other than its defaults; {record.install} to use it")
+                        f"loaded now, and holds settings other than its defaults; {record.install} to use it")
     return refusals
 
 

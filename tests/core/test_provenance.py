@@ -258,7 +258,7 @@ def test_a_section_of_a_removed_plugin_that_holds_its_defaults_is_left_out_with_
     assert resumed.trainer.epochs_done == 2
     assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")] == [
         "warning: config: tpsec: the config section of nectargan-tpr 1.0.0 (plugin 'tpr') is left out: that plugin "
-        "is not installed and the section holds only its defaults (pip install 'nectargan-tpr==1.0.0' to keep it)"]
+        "is not loaded now and the section holds only its defaults (pip install 'nectargan-tpr==1.0.0' to keep it)"]
     assert "tpsec" not in yaml.safe_load((run.dir / "config.yaml").read_text())
 
 
@@ -269,6 +269,6 @@ def test_a_section_of_a_removed_plugin_with_settings_is_refused_naming_what_to_i
     with pytest.raises(ConfigError) as raised:
         Run.resume(run.dir, overrides=["loop.epochs=2"], host=rich())
     assert str(raised.value) == (
-        "config: tpsec: this config section comes from nectargan-tpr 1.0.0 (plugin 'tpr'), which is not installed, "
+        "config: tpsec: this config section comes from nectargan-tpr 1.0.0 (plugin 'tpr'), which is not loaded now, "
         "and holds settings other than its defaults; pip install 'nectargan-tpr==1.0.0' to use it")
     assert (run.dir / "config.yaml").read_bytes() == saved
