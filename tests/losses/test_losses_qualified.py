@@ -124,3 +124,33 @@ def test_a_recorded_loss_now_from_another_distribution_is_refused_at_its_key(dis
         "config: loss: add.tv.loss: loss 'tp_tv': this config used nectargan-tpa 1.0.0 (plugin 'tpa'), but now "
         "nectargan-tpb 2.0.0 (plugin 'tpb') provides it; pip install 'nectargan-tpa==1.0.0' to get it back, or "
         "write 'nectargan-tpb:tp_tv' to use the other one on purpose")
+
+
+SHADOW_L1 = """
+from nectargan_core import hookimpl
+
+@hookimpl
+def register_losses(register):
+    register("l1", "torch.nn:MSELoss")
+"""
+
+
+def test_a_spec_term_whose_loss_became_shared_is_fixed_under_terms_loss(tmp_path, monkeypatch):
+    root = make_fake_dist(tmp_path / "shadow", "nectargan-shadow", "shadow_plugin", SHADOW_L1, "shadow",
+                          version="1.0.0")
+    monkeypatch.setattr(sys, "path", [str(root)] + sys.path)
+    try:
+        host = PluginHost({k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}).load_entry_points()
+        with pytest.raises(ConfigError) as raised:
+            validate(host, {})
+        assert str(raised.value) == (
+            "config: loss: terms.l1: loss 'l1' is provided by 2 plugins: nectargan-losses 0.1.0 (plugin 'losses') and "
+            "nectargan-shadow 1.0.0 (plugin 'shadow'); name one of them: 'nectargan-losses:l1' or "
+            "'nectargan-shadow:l1' (under terms.l1.loss)")
+        config = validate(host, {"terms": {"l1": {"loss": "nectargan-shadow:l1"}}})
+        assert built(host, config) == {"l1": "MSELoss"}
+        assert config.loss.resolve(host.registry).terms["l1"].weight == 100.0  # the spec's weight stays
+        with pytest.raises(ConfigError, match=r"terms.gan.loss: the 'gan' term's objective is chosen by gan_mode"):
+            validate(host, {"terms": {"gan": {"loss": "nectargan-losses:lsgan"}}})
+    finally:
+        sys.modules.pop("shadow_plugin", None)

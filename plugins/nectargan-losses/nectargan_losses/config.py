@@ -38,6 +38,8 @@ QUALIFIED_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*:[A-Za-z][A-Za-z0-9_+-]
 class TermEdit(Section):
     """Changes to one term of the spec; unset keys keep the spec's values."""
 
+    loss: Optional[str] = Field(None, description="Another registered loss for the term, e.g. the qualified "
+                                                  "name of a shared one (distribution:name)")
     weight: Optional[float] = Field(None, ge=0, description="New constant weight (0 turns the term off)")
     schedule: Optional[ScheduleChoice] = Field(None, description="Weight schedule replacing the weight")
     options: dict[str, Any] = Field(default_factory=dict, description="Loss options, merged over the spec's")
@@ -163,14 +165,18 @@ def resolve_terms(section: LossSection, registry: Registry) -> ResolvedLoss:
         base = terms[name]
         if base.loss == GAN and edit.options:
             raise ValueError(f"terms.{name}.options: the '{GAN}' term takes no options; set gan_options instead")
+        if edit.loss is not None and (base.loss == GAN) != (edit.loss == GAN):
+            raise ValueError(f"terms.{name}.loss: the '{GAN}' term's objective is chosen by gan_mode, and no other "
+                             f"term may become '{GAN}'")
         if edit.schedule is not None:
             weight, schedule = base.weight, edit.schedule
         elif edit.weight is not None:
             weight, schedule = edit.weight, None
         else:
             weight, schedule = base.weight, base.schedule
-        terms[name] = TermSpec(loss=base.loss, role=base.role, weight=weight, schedule=schedule,
-                               options={**base.options, **edit.options})
+        loss = edit.loss if edit.loss is not None else base.loss
+        options = {**base.options, **edit.options} if loss == base.loss else dict(edit.options)
+        terms[name] = TermSpec(loss=loss, role=base.role, weight=weight, schedule=schedule, options=options)
     added_at: dict[str, str] = {}  # term name -> its key under add
     for key, added in section.add.items():
         name = term_name(key)
@@ -201,7 +207,13 @@ def resolve_terms(section: LossSection, registry: Registry) -> ResolvedLoss:
             raise ValueError(f"{where}: '{term.loss}' is a GAN objective; use loss '{GAN}' and set gan_mode")
         options = term.options
         if term.loss != GAN:
-            options = validated_options(registry, "loss", term.loss, term.options, where, ".options")
+            try:
+                options = validated_options(registry, "loss", term.loss, term.options, where, ".options")
+            except ValueError as exc:
+                shared = QUALIFIER not in term.loss and len(registry.providers("loss", term.loss)) > 1
+                if name in added_at or not shared:
+                    raise
+                raise ValueError(f"{exc} (under {where}.loss)") from None
         schedule = term.schedule
         if schedule is not None:
             checked = validated_options(registry, "schedule", schedule.name, schedule.options, f"{where}.schedule")
