@@ -465,6 +465,7 @@ def build_config_model(registry: Registry | None, trainer: str | None) -> type[C
     if registry is not None:
         for component in registry.all("config_section"):
             _add_section(fields, owners, component.name, component.load(), component.provided_by)
+            registry.note(component)  # every run's config holds the section: its owner goes into the provenance
         if trainer is not None:
             component = registry.get("trainer", trainer, key="trainer")
             options = component.options

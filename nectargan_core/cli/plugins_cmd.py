@@ -143,6 +143,25 @@ def _pip(*args: str) -> None:
         raise PluginError(f"pip {args[0]} failed with exit code {done.returncode}")
 
 
+def _pip_install_reporting(specs: tuple[str, ...]) -> set[str]:
+    """``pip install SPECS``; the normalized names of the distributions pip (re)installed.
+
+    From pip's installation report, so a folder or wheel whose version did not
+    change (a plugin rebuilt during development) still counts as installed.
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="nectargan-pip-") as folder:
+        report = Path(folder) / "report.json"
+        _pip("install", "--report", str(report), *specs)
+        try:
+            data = json.loads(report.read_text())
+        except (OSError, ValueError):
+            return set()  # a pip that wrote no report: fall back to comparing versions
+    names = {item.get("metadata", {}).get("name") for item in data.get("install", []) if isinstance(item, dict)}
+    return {normalize(name) for name in names if isinstance(name, str)}
+
+
 def _fresh_plugin_list() -> list[dict[str, Any]]:
     """Every plugin as a new process sees it (this process has already imported the old versions),
     with its run hooks checked, its commands and its conflicts."""
@@ -179,9 +198,9 @@ def install_plugins(specs: tuple[str, ...]) -> None:
     earlier = _fresh_plugin_list()
     before = {(e["name"], e["distribution"], e["version"]) for e in earlier}
     loaded_before = {(e["name"], e["distribution"]) for e in earlier if e["status"] == "loaded"}
-    _pip("install", *specs)
+    installed = _pip_install_reporting(specs)
     after = _fresh_plugin_list()
-    requested = {normalize(spec) for spec in specs if not spec.startswith("-")}
+    requested = {normalize(spec) for spec in specs if not spec.startswith("-")} | installed
     changed = [e for e in after
                if (e["name"], e["distribution"], e["version"]) not in before or _matches(e, requested)]
     if not changed:
