@@ -81,7 +81,11 @@ class KitGanTrainer(Trainer):
             fake = self.g_train(z)
             with self.update_d:
                 judged = fake.detach() if cfg.detach_fake else fake
-                d_loss = F.softplus(self.d_train(judged)).mean() + F.softplus(-self.d_train(x)).mean() + nan
+                judged_fake = self.d_train(judged)
+                real = self.d_train(x)
+                if poisoned and cfg.nan_in == "gradients":  # D's loss stays finite, its gradients do not
+                    real.register_hook(lambda grad: grad * float("nan"))
+                d_loss = F.softplus(judged_fake).mean() + F.softplus(-real).mean() + nan
                 self.update_d.backward(d_loss)
             with self.update_g:
                 g_loss = F.l1_loss(fake, x) + nan

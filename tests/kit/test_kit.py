@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -137,6 +138,34 @@ def test_a_nan_batch_inside_an_accumulation_group_leaves_the_whole_group_out(hos
     assert int(snaps.after[6]["opt_g"]["state"][0]["step"]) == 2 and finite(snaps.after[8])
 
 
+@pytest.mark.parametrize("implementation", ["fused", "single"])
+def test_an_update_with_finite_losses_but_non_finite_gradients_is_left_out_reported_and_undone(
+        host, tmp_path, capsys, implementation):
+    """D's gradients are NaN at step 3, its losses and BN statistics finite: only the gradients tell.
+
+    D's update is a no-op, every network's BatchNorm statistics of the batch are restored (as for a NaN loss),
+    G's update goes on, and the engine reports it at its logging interval (a warning and the metrics record).
+    """
+    snaps = Snapshots()
+    run = Run.create(kitgan_config(tmp_path, loop={"nonfinite": "skip"}, samples=8, batch_size=2, norm=True,
+                                   implementation=implementation, nan_at_step=3, nan_in="gradients"),
+                     host=host, plugins=[snaps]).fit()
+    after = snaps.after
+    assert same(after[3]["discriminator"], after[2]["discriminator"])  # weights and BN statistics
+    assert same(after[3]["opt_d"], after[2]["opt_d"]) and int(after[3]["opt_d"]["state"][0]["step"]) == 2
+    buffers = [k for k in after[3]["generator"] if "running" in k or "num_batches" in k]
+    assert buffers and all(same(after[3]["generator"][k], after[2]["generator"][k]) for k in buffers)
+    assert int(after[3]["opt_g"]["state"][0]["step"]) == 3  # G's update was applied
+    assert int(after[4]["opt_d"]["state"][0]["step"]) == 3 and finite(after[4])
+    err = capsys.readouterr().err
+    assert err.count("warning:") == 1, err
+    assert ("warning: non-finite gradients (finite losses) in step 3: optimizer step left out: discriminator 1x "
+            "(loop.nonfinite=skip)") in err
+    records = run.metrics("train")
+    assert [r.get("skipped_updates") for r in records] == [None, None, {"discriminator": 1}, None]
+    assert all(math.isfinite(v) for r in records for v in r["losses"].values())
+
+
 # -- freezing -----------------------------------------------------------------------------------------
 def test_an_update_freezes_every_other_network_and_restores_it(host, tmp_path):
     trainer = Run.create(kitgan_config(tmp_path), host=host).trainer
@@ -206,6 +235,63 @@ def test_a_step_unit_scheduler_steps_with_each_optimizer_step(host, tmp_path):
     assert [r["opt_g"] for r in lrs] == pytest.approx([0.01, 0.005, 0.005, 0.0025, 0.00125])  # after updates 1-3
     assert {r["opt_d"] for r in lrs} == {0.01}
     assert run.trainer.sched_g.last_epoch == 3
+
+
+# -- accumulation, checkpoints and the end of the loop --------------------------------------------
+def periodic_steps(trainer: Trainer) -> list[tuple[int, int]]:
+    return [(int(c["epoch"]), int(c["global_step"])) for c in map(load_checkpoint, trainer.run_dir.periodic_checkpoints())]
+
+
+def test_every_step_checkpoint_with_accumulation_resumes_bit_exactly(host, tmp_path):
+    """5 batches per epoch in groups of 2 (2, 2, 1): global step multiples of 3 fall inside groups.
+
+    Each due checkpoint waits for its group's end (steps 3 -> 4, 6 -> 7, 9), and a run resumed from any of
+    them (as after a SIGKILL right after it was written) ends bit for bit as the uninterrupted run.
+    """
+    common = dict(loop={"epochs": 2}, samples=5, batch_size=1, accumulate=2, lr_decay=0.9)
+    config = kitgan_config(tmp_path, **common)
+    config["checkpoint"].update(every_steps=3, keep_last=20)
+    full = Run.create(config, host=host).fit()
+    assert full.trainer.global_step == 10
+    final, steps = states(full.trainer), periodic_steps(full.trainer)
+    for checkpoint in full.trainer.run_dir.periodic_checkpoints():
+        resumed = Run.resume(full.dir, checkpoint=checkpoint, host=host).fit()
+        assert resumed.trainer.global_step == 10
+        assert same(states(resumed.trainer), final), checkpoint.name
+    assert steps == [(0, 4), (1, 7), (1, 9)]
+
+
+def test_a_step_checkpoint_due_on_an_epoch_s_last_batch_is_the_epoch_s_checkpoint(host, tmp_path):
+    """every_steps dividing the epoch length: one file per step, the one written at the epoch's end."""
+    config = kitgan_config(tmp_path, loop={"epochs": 2}, samples=4, batch_size=1)
+    config["checkpoint"].update(every_steps=2, every_epochs=1, keep_last=20)
+    trainer = Run.create(config, host=host).fit().trainer
+    assert periodic_steps(trainer) == [(0, 2), (1, 4), (1, 6), (2, 8)]
+    names = [p.name for p in trainer.run_dir.periodic_checkpoints()]
+    assert "epoch0000-step00000004.pt" not in names and "epoch0001-step00000004.pt" in names
+
+
+class StopAt:
+    def __init__(self, step: int):
+        self.step = step
+
+    @hookimpl
+    def on_train_batch_end(self, trainer):
+        if trainer.global_step == self.step:
+            trainer.request_stop("enough")
+
+
+@pytest.mark.parametrize("how", ["max_steps", "request_stop"])
+def test_a_run_ending_inside_an_accumulation_group_finishes_the_group(host, tmp_path, how):
+    """max_steps 4 (or a stop request at step 4) with groups of 3: the run trains to step 6, no gradient dropped."""
+    loop = {"epochs": 2, **({"max_steps": 4} if how == "max_steps" else {})}
+    config = kitgan_config(tmp_path, loop=loop, samples=7, batch_size=1, accumulate=3)
+    config["checkpoint"].update(save_last=True)
+    trainer = Run.create(config, host=host, plugins=[] if how == "max_steps" else [StopAt(4)]).fit().trainer
+    assert trainer.global_step == 6 and trainer.batch_in_epoch == 6
+    assert int(trainer.opt_g.state_dict()["state"][0]["step"]) == 2
+    assert not trainer.update_g.pending and all(p.grad is None for p in trainer.generator.parameters())
+    assert periodic_steps(trainer) == [(0, 6)]
 
 
 # -- capabilities ---------------------------------------------------------------------------------
