@@ -242,7 +242,8 @@ class Trainer:
             interrupted = isinstance(exc, KeyboardInterrupt)
             user_error = self._user_error(exc)
             # A checkpoint write that failed (full disk, file size limit) would fail again: no emergency one.
-            emergency = (None if interrupted or isinstance(exc, (OSError, CheckpointError))
+            # Nor after loop.nonfinite=stop: the state is poisoned, and the error names the last good checkpoint.
+            emergency = (None if interrupted or isinstance(exc, (OSError, CheckpointError, NonFiniteStop))
                          else self._emergency_checkpoint())
             try:
                 self.write_status(
@@ -500,7 +501,7 @@ class Trainer:
         if bad:
             message = f"non-finite loss {', '.join(bad)} in {where}"
             if self.config.loop.nonfinite == "stop":
-                raise TrainingError(f"{message}; stopped (loop.nonfinite=stop); {self._last_good()}")
+                raise NonFiniteStop(f"{message}; stopped (loop.nonfinite=stop); {self._last_good()}")
             print(f"warning: {message}; left out of the epoch averages (loop.nonfinite=skip)",
                   file=sys.stderr, flush=True)
         return bad
@@ -715,3 +716,7 @@ def _is_comm_error(exc: BaseException) -> bool:
     return isinstance(exc, backend_error) or any(
         marker in text for marker in ("Connection closed by peer", "Connection reset by peer", "Gloo", "gloo",
                                       "NCCL", "Timed out", "timed out", "Broken pipe"))
+
+
+class NonFiniteStop(TrainingError):
+    """A non-finite loss under ``loop.nonfinite: stop``: the one line the run ends with (no emergency checkpoint)."""

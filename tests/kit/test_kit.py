@@ -138,6 +138,17 @@ def test_a_nan_batch_inside_an_accumulation_group_leaves_the_whole_group_out(hos
     assert int(snaps.after[6]["opt_g"]["state"][0]["step"]) == 2 and finite(snaps.after[8])
 
 
+def test_stop_ends_the_run_with_the_error_line_alone(host, tmp_path, capsys):
+    """Under stop, the run's only output is the error (no second line about an emergency checkpoint)."""
+    from nectargan_core.errors import TrainingError
+
+    with pytest.raises(TrainingError) as stopped:
+        train(host, tmp_path, samples=8, batch_size=2, nan_at_step=3)
+    assert str(stopped.value) == ("non-finite loss D, G in step 3; stopped (loop.nonfinite=stop); "
+                                  "no checkpoint was written")
+    assert capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize("implementation", ["fused", "single"])
 def test_an_update_with_finite_losses_but_non_finite_gradients_is_left_out_reported_and_undone(
         host, tmp_path, capsys, implementation):
@@ -356,6 +367,21 @@ def test_an_option_the_trainer_cannot_honour_is_refused_at_config_time(site, tmp
     probe = subprocess.run([sys.executable, "-c", NO_TORCH_PROBE, "config", "validate", str(plain_stop)],
                            capture_output=True, text=True, timeout=60, env={**env, "PATH": "/usr/bin:/bin"})
     assert probe.returncode == 0 and probe.stderr.splitlines()[-1] == "TORCH-FREE", probe.stderr
+
+
+def test_the_refusal_names_where_the_value_came_from(host, tmp_path):
+    """A value from ``--set`` is named as that override, not as the defaults or the file it overrides."""
+    from nectargan_core.config import load_config
+    from nectargan_core.errors import ConfigError
+
+    with pytest.raises(ConfigError) as refused:
+        load_config(None, ["trainer=plain", "loop.nonfinite=stop", "loop.nonfinite=skip"], host.registry)
+    assert str(refused.value).startswith("--set loop.nonfinite=skip: loop.nonfinite: trainer 'plain' ")
+    config = tmp_path / "plain.yaml"
+    config.write_text("trainer: plain\nloop: {nonfinite: skip}\n")
+    with pytest.raises(ConfigError) as refused:
+        load_config(config, ["loop.epochs=2"], host.registry)
+    assert str(refused.value).startswith(f"{config}: loop.nonfinite: trainer 'plain' ")
 
 
 # -- DDP ----------------------------------------------------------------------------------------------
