@@ -107,7 +107,8 @@ class LoopSection(Section):
     """How long to train and how often to log and validate."""
 
     epochs: int = Field(10, description="Number of epochs to train", gt=0)
-    max_steps: Optional[int] = Field(None, description="Stop after this many optimisation steps", gt=0)
+    max_steps: Optional[int] = Field(
+        None, description="Stop after this many steps (batches; under accumulation at the end of the group)", gt=0)
     log_every_steps: int = Field(50, description="Write a metrics record every N steps", gt=0)
     val_every_epochs: Optional[int] = Field(1, description="Validate every N epochs (null: never)", gt=0)
     val_every_steps: Optional[int] = Field(None, description="Also validate every N steps", gt=0)

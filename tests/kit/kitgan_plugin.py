@@ -31,6 +31,7 @@ class KitGanSection(Section):
     lr_decay: Optional[float] = Field(None, gt=0, description="Step-unit LR schedule of G: lr * decay**k")
     nan_at_step: Optional[int] = Field(None, description="Make the batch of this global step NaN")
     nan_rank: Optional[int] = Field(None, description="With nan_at_step: poison only this process's batch")
+    kill_at_step: Optional[int] = Field(None, description="SIGKILL this process while it trains this global step")
     nan_in: Literal["inputs", "loss", "gradients"] = Field(
         "inputs", description="inputs: NaN samples (losses, gradients and BN statistics NaN); loss: a NaN added to "
                               "each loss (the gradients stay finite: only the loss flag tells); gradients: D's "

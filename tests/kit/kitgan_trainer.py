@@ -10,6 +10,9 @@ batch at a chosen step.
 
 from __future__ import annotations
 
+import os
+import signal
+
 import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
@@ -92,6 +95,8 @@ class KitGanTrainer(Trainer):
                 if cfg.g_adv:  # judged by the bare D: a DDP module must not run forward without its backward
                     g_loss = g_loss + cfg.g_adv * F.softplus(-self.discriminator(fake)).mean()
                 self.update_g.backward(g_loss)
+        if cfg.kill_at_step == self.global_step + 1:  # after the updates, before the engine counts the step
+            os.kill(os.getpid(), signal.SIGKILL)
         return {"D": d_loss.detach(), "G": g_loss.detach(), "synced": synced}
 
 
