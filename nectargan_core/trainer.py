@@ -394,17 +394,16 @@ class Trainer:
             every = self.config.checkpoint.every_steps
             if every and self.global_step % every == 0:
                 self._checkpoint_due = True
-            total = self.num_batches()
-            ends_epoch = total is not None and self.batch_in_epoch >= total
             # Gradients of an unfinished accumulation group are in no checkpoint: checkpoints and stops wait
-            # for the group's end (an epoch's last batch ends its group; its checkpoint is the epoch's own).
+            # for the group's end (an epoch's last batch ends its group).
             whole = not self._mid_group()
-            if whole and self._checkpoint_due and not ends_epoch:
+            if whole and self._checkpoint_due:
                 self.save_checkpoint()
             if whole and (self._agree_stop() or (
                 loop.max_steps is not None and self.global_step >= loop.max_steps
             )):
-                completed = ends_epoch
+                total = self.num_batches()
+                completed = total is not None and self.batch_in_epoch >= total
                 break
         if not completed:
             return
@@ -426,7 +425,7 @@ class Trainer:
         })
         self.hook.on_epoch_end(trainer=self, epoch=epoch, metrics=metrics)
         every = self.config.checkpoint.every_epochs
-        if (every and self.epochs_done % every == 0) or self._checkpoint_due:
+        if (every and self.epochs_done % every == 0) or self._checkpoint_due:  # due: a loader without a length
             self.save_checkpoint()
         self._agree_stop()
 

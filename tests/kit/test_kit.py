@@ -273,14 +273,16 @@ def test_every_step_checkpoint_with_accumulation_resumes_bit_exactly(host, tmp_p
     assert steps == [(0, 4), (1, 7), (1, 9)]
 
 
-def test_a_step_checkpoint_due_on_an_epoch_s_last_batch_is_the_epoch_s_checkpoint(host, tmp_path):
-    """every_steps dividing the epoch length: one file per step, the one written at the epoch's end."""
+def test_a_step_checkpoint_due_on_an_epoch_s_last_batch_and_the_epoch_s_checkpoint_are_two_files(host, tmp_path):
+    """As documented: before the epoch's end (it resumes into it) and after it (validation, on_epoch_end done)."""
     config = kitgan_config(tmp_path, loop={"epochs": 2}, samples=4, batch_size=1)
     config["checkpoint"].update(every_steps=2, every_epochs=1, keep_last=20)
     trainer = Run.create(config, host=host).fit().trainer
-    assert periodic_steps(trainer) == [(0, 2), (1, 4), (1, 6), (2, 8)]
-    names = [p.name for p in trainer.run_dir.periodic_checkpoints()]
-    assert "epoch0000-step00000004.pt" not in names and "epoch0001-step00000004.pt" in names
+    assert periodic_steps(trainer) == [(0, 2), (0, 4), (1, 4), (1, 6), (1, 8), (2, 8)]
+    before, after = (load_checkpoint(trainer.run_dir.checkpoints / name)
+                     for name in ("epoch0000-step00000004.pt", "epoch0001-step00000004.pt"))
+    assert (before["batch_in_epoch"], after["batch_in_epoch"]) == (4, 0)
+    assert same(before["state"], after["state"])
 
 
 class StopAt:
