@@ -12,6 +12,7 @@ model it registered. Any mistake is reported with its key path, e.g.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 import types
@@ -106,7 +107,8 @@ class LoopSection(Section):
     """How long to train and how often to log and validate."""
 
     epochs: int = Field(10, description="Number of epochs to train", gt=0)
-    max_steps: Optional[int] = Field(None, description="Stop after this many optimisation steps", gt=0)
+    max_steps: Optional[int] = Field(
+        None, description="Stop after this many steps (batches; under accumulation at the end of the group)", gt=0)
     log_every_steps: int = Field(50, description="Write a metrics record every N steps", gt=0)
     val_every_epochs: Optional[int] = Field(1, description="Validate every N epochs (null: never)", gt=0)
     val_every_steps: Optional[int] = Field(None, description="Also validate every N steps", gt=0)
@@ -486,19 +488,22 @@ def _add_section(fields: dict[str, Any], owners: dict[str, str], name: str, spec
 
 
 def validate_config(
-    data: Mapping[str, Any], registry: Registry | None, *, source: str = "config"
+    data: Mapping[str, Any], registry: Registry | None, *, source: str = "config",
+    origins: Mapping[str, str] | None = None,
 ) -> CoreConfig:
     """Validate raw config data; raise :class:`ConfigError` naming every bad key.
 
     The result records who provided each part it names (``provenance``); a
     ``provenance`` block in ``data`` is checked against what is installed now
-    (see :mod:`nectargan_core.provenance`).
+    (see :mod:`nectargan_core.provenance`). ``origins`` names where some keys'
+    values came from instead of ``source`` (``--set key=value``).
     """
-    return validate_recorded(data, registry, source, _validate_sections)
+    return validate_recorded(data, registry, source, functools.partial(_validate_sections, origins=origins))
 
 
 def _validate_sections(
-    data: Mapping[str, Any], registry: Registry | None, *, source: str = "config"
+    data: Mapping[str, Any], registry: Registry | None, *, source: str = "config",
+    origins: Mapping[str, str] | None = None,
 ) -> CoreConfig:
     """Validate raw config data; raise :class:`ConfigError` naming every bad key."""
     if not isinstance(data, Mapping):
@@ -521,7 +526,7 @@ def _validate_sections(
         config = model.model_validate({**absent, **data}, context={"registry": registry})
     except ValidationError as exc:
         raise ConfigError("\n".join(f"{source}: {line}" for line in describe_errors(exc, model))) from None
-    check_capabilities(config, registry, source)  # e.g. loop.nonfinite: skip needs a trainer that can skip
+    check_capabilities(config, registry, source, origins)  # e.g. loop.nonfinite: skip needs a trainer that can skip
     return config
 
 
@@ -736,8 +741,10 @@ def load_config(
     problem = check_data(data)
     if problem is not None:  # before the overrides copy it: nothing deep or huge is walked twice
         raise ConfigError(f"{label}: {problem}")
+    overrides = list(overrides)
     data = apply_overrides(data, overrides)
-    return validate_config(data, registry, source=label)
+    origins = {o.partition("=")[0].strip(): f"--set {o.strip()}" for o in overrides}  # the last one wins
+    return validate_config(data, registry, source=label, origins=origins)
 
 
 def dump_yaml(data: Mapping[str, Any]) -> str:

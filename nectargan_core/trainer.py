@@ -23,6 +23,7 @@ from .checkpoint import load_checkpoint, restoring, save_checkpoint
 from .device import rng_state, seed_everything, set_rng_state
 from .distributed import Distributed, first_line
 from .errors import CheckpointError, NectarGANError, PluginError, TrainingError
+from .kit import kits_of
 from .metrics import MetricsLog
 from .rundir import RunDir
 from .signals import leave_stopping_to_main
@@ -96,6 +97,7 @@ class Trainer:
         self._start_time = time.time()
         self._warned_best = False
         self._stop_request: tuple[str, bool] | None = None
+        self._checkpoint_due = False  # checkpoint.every_steps came due inside an accumulation group
 
     # -- for subclasses --------------------------------------------------
     @classmethod
@@ -268,7 +270,8 @@ class Trainer:
             interrupted = isinstance(exc, KeyboardInterrupt)
             user_error = self._user_error(exc)
             # A checkpoint write that failed (full disk, file size limit) would fail again: no emergency one.
-            emergency = (None if interrupted or isinstance(exc, (OSError, CheckpointError))
+            # Nor after loop.nonfinite=stop: the state is poisoned, and the error names the last good checkpoint.
+            emergency = (None if interrupted or isinstance(exc, (OSError, CheckpointError, NonFiniteStop))
                          else self._emergency_checkpoint())
             try:
                 self.write_status(
@@ -418,10 +421,15 @@ class Trainer:
                 self._validate()
             every = self.config.checkpoint.every_steps
             if every and self.global_step % every == 0:
+                self._checkpoint_due = True
+            # Gradients of an unfinished accumulation group are in no checkpoint: checkpoints and stops wait
+            # for the group's end (an epoch's last batch ends its group).
+            whole = not self._mid_group()
+            if whole and self._checkpoint_due:
                 self.save_checkpoint()
-            if self._agree_stop() or (
+            if whole and (self._agree_stop() or (
                 loop.max_steps is not None and self.global_step >= loop.max_steps
-            ):
+            )):
                 total = self.num_batches()
                 completed = total is not None and self.batch_in_epoch >= total
                 break
@@ -429,6 +437,8 @@ class Trainer:
             return
         if self.batch_in_epoch == 0:
             raise PluginError(f"trainer '{self.name}': the training data is empty; check the dataset")
+        for kit in kits_of(self):  # a loader without a length may end the epoch inside a group
+            kit.finish_group()
         self._log_interval()
         metrics = {k: v / max(self._epoch_steps, 1) for k, v in self._epoch_sums.items()}
         self.epochs_done += 1
@@ -443,9 +453,13 @@ class Trainer:
         })
         self.hook.on_epoch_end(trainer=self, epoch=epoch, metrics=metrics)
         every = self.config.checkpoint.every_epochs
-        if every and self.epochs_done % every == 0:
+        if (every and self.epochs_done % every == 0) or self._checkpoint_due:  # due: a loader without a length
             self.save_checkpoint()
         self._agree_stop()
+
+    def _mid_group(self) -> bool:
+        """Whether the trainer's kit holds gradients of an unfinished accumulation group."""
+        return any(kit.mid_group for kit in kits_of(self))
 
     def _accumulate(self, outputs: Mapping[str, Any]) -> None:
         """Sum losses on their device; nothing is read back until the logging interval."""
@@ -470,12 +484,14 @@ class Trainer:
             stacked = torch.stack([v.float() if isinstance(v, torch.Tensor)
                                    else torch.tensor(float(v), device=self.device) for v in values])
             values = list(self.dist.all_mean(stacked).unbind())
-        tensors = [v for v in values if isinstance(v, torch.Tensor)]
+        skips = [count for kit in kits_of(self) for count in kit.take_skips()]  # the same in every process
+        tensors = [v for v in values if isinstance(v, torch.Tensor)] + [count for _, count in skips]
         host = iter(torch.stack([t.to("cpu", torch.float64) for t in tensors]).tolist()) if tensors else iter(())
         sums = {k: (next(host) if isinstance(v, torch.Tensor) else float(v)) for k, v in zip(keys, values)}
+        skipped = {name: int(n) for (name, _), n in zip(skips, host) if n}
         steps = self._interval_steps
         losses = {k: s / steps for k, s in sums.items()}
-        bad = self._nonfinite(sums, steps)
+        bad = self._nonfinite(sums, steps, skipped)
         for key, total in sums.items():
             if key not in bad:
                 self._epoch_sums[key] = self._epoch_sums.get(key, 0.0) + total
@@ -489,22 +505,30 @@ class Trainer:
             "lr": self.learning_rates(), "time": time.time(),
             "elapsed": time.time() - self._start_time,
         }
+        if skipped:
+            record["skipped_updates"] = skipped
         self.metrics_log.append(record)
         self.hook.on_log(trainer=self, record=record)
 
-    def _nonfinite(self, sums: Mapping[str, float], steps: int) -> list[str]:
+    def _nonfinite(self, sums: Mapping[str, float], steps: int, skipped: Mapping[str, int] | None = None) -> list[str]:
         """Apply ``loop.nonfinite`` to an interval's loss sums (already on the host); the bad keys.
 
         A NaN or Inf in any step makes the interval's sum non-finite, so
-        checking sums finds it without reading back every step.
+        checking sums finds it without reading back every step. ``skipped``
+        counts, by update, the kit's optimizer steps left out under ``skip``
+        because their gradients (not their losses) were not finite.
         """
         bad = sorted(k for k, v in sums.items() if not math.isfinite(v))
+        first = self.global_step - steps + 1
+        where = f"steps {first}-{self.global_step}" if steps > 1 else f"step {self.global_step}"
+        if skipped:
+            updates = ", ".join(f"{name} {n}x" for name, n in skipped.items())
+            print(f"warning: non-finite gradients (finite losses) in {where}: optimizer step left out: {updates} "
+                  "(loop.nonfinite=skip)", file=sys.stderr, flush=True)
         if bad:
-            first = self.global_step - steps + 1
-            where = f"steps {first}-{self.global_step}" if steps > 1 else f"step {self.global_step}"
             message = f"non-finite loss {', '.join(bad)} in {where}"
             if self.config.loop.nonfinite == "stop":
-                raise TrainingError(f"{message}; stopped (loop.nonfinite=stop); {self._last_good()}")
+                raise NonFiniteStop(f"{message}; stopped (loop.nonfinite=stop); {self._last_good()}")
             print(f"warning: {message}; left out of the epoch averages (loop.nonfinite=skip)",
                   file=sys.stderr, flush=True)
         return bad
@@ -616,6 +640,7 @@ class Trainer:
         written = save_checkpoint(payload, path) if self.is_main else path
         if periodic:
             self._saved_at = (self.epochs_done, self.global_step)
+            self._checkpoint_due = False
             self.last_checkpoint = written
             self._prune()
         return written
@@ -743,3 +768,7 @@ def _is_comm_error(exc: BaseException) -> bool:
     return isinstance(exc, backend_error) or any(
         marker in text for marker in ("Connection closed by peer", "Connection reset by peer", "Gloo", "gloo",
                                       "NCCL", "Timed out", "timed out", "Broken pipe"))
+
+
+class NonFiniteStop(TrainingError):
+    """A non-finite loss under ``loop.nonfinite: stop``: the one line the run ends with (no emergency checkpoint)."""
