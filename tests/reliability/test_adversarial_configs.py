@@ -33,6 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import config_adversary as adversary
+from nectargan_core import limits
 from nectargan_core.config import load_config, load_file
 from nectargan_core.errors import ConfigError
 from nectargan_core.plugins import get_plugins
@@ -491,3 +492,72 @@ def test_the_documented_limits_table_lists_every_bound_the_tests_check():
         assert f"`{name}`" in limits or name.split(".")[1] in limits, name
     for number in ("1 MiB", "32 levels", "aliases expanded | 10000 |", "4096 characters", "4294967295", "8192", "65536", "16383", "2047"):
         assert number in limits, number
+
+
+# -- every number option of every command: finite and bounded -------------------------
+def _numeric_params() -> list[tuple[str, Any]]:
+    """``(command path + option, param)`` for every number option or argument of every installed command."""
+    import click
+
+    from nectargan_core.cli.main import cli
+
+    group = click.Group("nectargan", commands=dict(cli.commands))
+    get_plugins().add_commands(group)
+    found, stack = [], [("nectargan", group)]
+    while stack:
+        path, command = stack.pop()
+        if isinstance(command, click.Group):
+            stack.extend((f"{path} {name}", sub) for name, sub in command.commands.items())
+            continue
+        for param in command.params:
+            if isinstance(param.type, (click.types.IntParamType, click.types.FloatParamType,
+                                       limits.BoundedInt, limits.BoundedFloat)):
+                found.append((f"{path} {param.opts[0]}", param))
+    return sorted(found, key=lambda item: item[0])
+
+
+def test_every_number_option_has_finite_bounds_on_both_sides():
+    """click's own INT/FLOAT and open-ended ranges let nan, inf or 10**20 through: only bounded types may be used."""
+    import click
+
+    params = _numeric_params()
+    assert any(name.endswith("--deadline") for name, _ in params) and len(params) >= 15, params
+    unbounded = [f"{name}: {param.type!r}" for name, param in params
+                 if not isinstance(param.type, (limits.BoundedInt, limits.BoundedFloat))
+                 # an IntRange closed on both sides is fine (--png-compression 0..9, --port); floats never are
+                 and not (type(param.type) is click.IntRange and None not in (param.type.min, param.type.max))]
+    assert not unbounded, unbounded
+
+
+@pytest.mark.parametrize("text", ["nan", "NaN", "inf", "-inf", "1e400", "-1e400", "1" + "0" * 5000])
+def test_no_float_option_takes_a_non_finite_or_huge_number(text):
+    import click
+
+    floats = [(name, param) for name, param in _numeric_params() if isinstance(param.type, limits.BoundedFloat)]
+    assert {name.split()[-1] for name, _ in floats} >= {"--val", "--test", "--deadline", "--tolerance"}, floats
+    for name, param in floats:
+        with pytest.raises(click.BadParameter) as refused:
+            param.type.convert(text, param, None)
+        message = refused.value.format_message()
+        assert param.opts[0] in message and ("finite" in message or "out of range" in message), (name, message)
+        assert param.type.allowed() in message, (name, message)
+
+
+NON_FINITE_CASES = [
+    (["data", "synth", "out", "--val", "nan"], "'--val': nan is not a finite number; use a number >= 0 and < 1"),
+    (["data", "split", "out", "--test", "nan"], "'--test': nan is not a finite number"),
+    (["data", "download", "facades", "--deadline", "nan"], "'--deadline': nan is not a finite number"),
+    (["data", "download", "facades", "--deadline", "1e400"], "'--deadline': 1e400 is not a finite number"),
+    (["data", "download", "facades", "--deadline", "1e9"], "'--deadline': 1e9 is out of range; use a number > 0 "
+                                                          "and <= 604800: a download that needs more than a week"),
+]
+
+
+@pytest.mark.parametrize("args,message", NON_FINITE_CASES, ids=[" ".join(a[:2]) + " " + a[-1] for a, _ in NON_FINITE_CASES])
+def test_non_finite_numbers_on_the_command_line_are_one_line(args, message, tmp_path):
+    """data synth --val nan was a traceback, data download --deadline nan switched the deadline off (issue 13)."""
+    result = run_cli(*args, cwd=tmp_path, timeout=CLI_SECONDS)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-1000:]
+    error = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(error) == 1 and message in error[0], result.stderr
+    assert not any(tmp_path.iterdir()), "nothing is written for a refused option"

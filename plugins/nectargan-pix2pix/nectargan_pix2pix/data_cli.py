@@ -13,12 +13,14 @@ from typing import Optional
 
 import click
 
-from nectargan_core.limits import IMAGE_SIDE_OPTION, SEED_OPTION, BoundedInt
+from nectargan_core.limits import FRACTION_OPTION, IMAGE_SIDE_OPTION, SEED_OPTION, BoundedFloat, BoundedInt
 
 from .data.errors import DatasetError
 
 DirPath = click.Path(file_okay=False, path_type=Path)
-Fraction = click.FloatRange(0.0, 1.0, max_open=True)
+Fraction = FRACTION_OPTION
+#: ``data download --deadline``: a week; the default (6 h) fits the largest built-in dataset on a slow line.
+DEADLINE_OPTION = BoundedFloat(0.0, 7 * 86_400.0, "a download that needs more than a week has stalled", low_open=True)
 #: Synthetic scenes are drawn at 4x supersampling: 2048 pixels take about 1 GB of memory and 15 s per pair.
 SYNTH_SIDE = BoundedInt(16, 2048, "scenes are drawn at 4x supersampling, and a 2048-pixel pair already takes "
                                   "about 1 GB of memory and 15 s")
@@ -142,7 +144,7 @@ def check(directory: Path, layout: str, quick: bool) -> None:
 @click.option("--dest", type=DirPath, default=Path("datasets"), show_default=True,
               help="Folder that receives the dataset folder.")
 @click.option("--sha256", "sha256", default=None, metavar="HEX", help="Expected SHA-256 of the archive.")
-@click.option("--deadline", type=click.FloatRange(min=0, min_open=True), default=6 * 3600, show_default=True,
+@click.option("--deadline", type=DEADLINE_OPTION, default=6 * 3600, show_default=True,
               metavar="SECONDS", help="Give up a download that takes longer than this.")
 def download(name: str, url: Optional[str], dest: Path, sha256: Optional[str], deadline: float) -> None:
     """Download a public pix2pix dataset and extract it safely into DEST/NAME.

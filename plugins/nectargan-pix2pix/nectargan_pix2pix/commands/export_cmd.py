@@ -7,7 +7,14 @@ from typing import Optional
 
 import click
 
+from nectargan_core.limits import BoundedFloat, BoundedInt
+
 from .options import SizeType, checkpoint_option
+
+#: ``--opset``: ONNX numbers its opsets in the twenties today; the exporter checks the exact one it supports.
+OPSET_OPTION = BoundedInt(7, 99, "ONNX has no opset anywhere near that")
+#: ``--tolerance``: outputs lie in [-1, 1], so no difference exceeds 2.
+TOLERANCE_OPTION = BoundedFloat(0.0, 2.0, "outputs lie in [-1, 1], so a larger tolerance accepts any export")
 
 
 @click.command("export")
@@ -21,8 +28,8 @@ from .options import SizeType, checkpoint_option
                    "reference a folder, the reference's checkpoints/<name> (default: RUN_DIR/export/reference).")
 @click.option("--size", type=SizeType(), metavar="N|HxW", default=None,
               help="Input size N or HxW (default: the training crop size).")
-@click.option("--opset", type=click.IntRange(min=7), default=18, show_default=True, help="ONNX opset version.")
-@click.option("--tolerance", type=click.FloatRange(min=0), default=1e-4, show_default=True,
+@click.option("--opset", type=OPSET_OPTION, default=18, show_default=True, help="ONNX opset version.")
+@click.option("--tolerance", type=TOLERANCE_OPTION, default=1e-4, show_default=True,
               help="Largest accepted |export - pytorch| difference.")
 def export_command(target: Path, fmt: str, which: str, output: Optional[Path], size: Optional[tuple[int, int]],
                    opset: int, tolerance: float) -> None:
