@@ -68,7 +68,7 @@ def remove_stale_temps(folder: Path, name: Optional[str] = None) -> list[Path]:
                 shutil.rmtree(entry)
             else:
                 entry.unlink()
-        except FileNotFoundError:  # another resume removed it first
+        except OSError:  # another resume removed it first, or the folder is read-only: leave it
             continue
         removed.append(entry)
     return removed
@@ -157,7 +157,8 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException as exc:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # on a read-only file system even unlinking a missing file fails (EROFS)
+            tmp.unlink()
         _name_target(exc, path, tmp)
         raise
     _fsync_dir(path.parent)

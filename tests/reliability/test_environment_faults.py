@@ -95,6 +95,7 @@ def assert_one_line_and_nothing_changed(run_dir: Path, tmp_path: Path, command: 
         result = run_nectargan(*args(location.path), location=location)
         line = one_error_line(result)
         assert str(named(location.path)) in line and any(reason in line for reason in REASONS[kind]), line
+        assert ".tmp-" not in line, line  # the target is named, not the temp file it is written through
         after = snapshot(location.path)
         assert after == before, sorted(set(after) ^ set(before))  # no 0-byte, partial or temp file; nothing changed
     finally:
