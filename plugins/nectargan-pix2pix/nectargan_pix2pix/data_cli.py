@@ -14,6 +14,7 @@ from typing import Optional
 import click
 
 from nectargan_core.limits import FRACTION_OPTION, IMAGE_SIDE_OPTION, SEED_OPTION, BoundedFloat, BoundedInt
+from nectargan_core.text import printable, printable_lines
 
 from .data.errors import DatasetError
 
@@ -51,7 +52,7 @@ def synth(out_dir: Path, count: int, size: int, seed: int, val: float, test: flo
     from .data.synth import write_synthetic
 
     counts = write_synthetic(out_dir, count=count, size=size, seed=seed, val=val, test=test)
-    click.echo(f"wrote {count} aligned {size}x{size} pairs to {out_dir} ({_counts(counts)})")
+    click.echo(printable(f"wrote {count} aligned {size}x{size} pairs to {out_dir} ({_counts(counts)})"))
 
 
 @data_group.command("pair")
@@ -72,7 +73,7 @@ def pair(a_dir: Path, b_dir: Path, out_dir: Path, size: Optional[int]) -> None:
     from .data.prepare import pair_folders
 
     counts = pair_folders(a_dir, b_dir, out_dir, size=size)
-    click.echo(f"wrote {sum(counts.values())} aligned pairs to {out_dir} ({_counts(counts)})")
+    click.echo(printable(f"wrote {sum(counts.values())} aligned pairs to {out_dir} ({_counts(counts)})"))
 
 
 @data_group.command("split")
@@ -95,7 +96,7 @@ def split(directory: Path, val: float, test: float, seed: int, copy: bool) -> No
 
     counts = split_folder(directory, val=val, test=test, seed=seed, copy=copy)
     verb = "copied" if copy else "moved"
-    click.echo(f"split {sum(counts.values())} images of {directory}: {_counts(counts)} ({verb})")
+    click.echo(printable(f"split {sum(counts.values())} images of {directory}: {_counts(counts)} ({verb})"))
 
 
 @data_group.command("check")
@@ -130,11 +131,11 @@ def check(directory: Path, layout: str, quick: bool) -> None:
         found[name] = len(report.pairs)
         layouts.add(report.layout)
     for problem in problems:
-        click.echo(problem)
+        click.echo(printable_lines(problem))
     if problems:
         raise DatasetError(f"{directory}: {len(problems)} problem(s) found")
     checked = "headers read" if quick else "every image decoded"
-    click.echo(f"ok: {directory}: {'/'.join(sorted(layouts))} layout, {_counts(found)} pairs; {checked}")
+    click.echo(printable(f"ok: {directory}: {'/'.join(sorted(layouts))} layout, {_counts(found)} pairs; {checked}"))
 
 
 @data_group.command("download")
@@ -169,14 +170,15 @@ def download(name: str, url: Optional[str], dest: Path, sha256: Optional[str], d
     if sha256 is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
         raise click.BadParameter("must be 64 hexadecimal digits", param_hint="--sha256")
     if url is not None and sha256 is None and plain_http(url):
-        click.echo(f"warning: {url} is plain HTTP and no --sha256 is given: nothing proves the archive "
+        click.echo(f"warning: {printable(url)} is plain HTTP and no --sha256 is given: nothing proves the archive "
                    "was not changed on the way", err=True)
     interactive = sys.stderr.isatty()
     folder, digest = download_dataset(name, dest, url=url, sha256=sha256, deadline=deadline,
                                       progress=_show_progress if interactive else None)
     if interactive:
         click.echo(err=True)
-    click.echo(f"downloaded {name} to {folder} (sha256 {digest}); check it with: nectargan data check {folder}")
+    click.echo(printable(f"downloaded {name} to {folder} (sha256 {digest}); "
+                         f"check it with: nectargan data check {folder}"))
 
 
 def _show_progress(done: int, total: Optional[int]) -> None:

@@ -8,6 +8,7 @@ from typing import Optional
 import click
 
 from nectargan_core.limits import BoundedFloat, BoundedInt
+from nectargan_core.text import printable, printable_lines
 
 from .options import SizeType, checkpoint_option
 
@@ -57,10 +58,11 @@ def export_command(target: Path, fmt: str, which: str, output: Optional[Path], s
         from ..reference_export import export_reference
 
         for line in export_reference(target, which, output=output).describe():
-            click.echo(line)
+            click.echo(printable_lines(line))
         return
     from ..export import export_generator
 
     report = export_generator(target, which, fmt=fmt, output=output, size=size, opset=opset, tolerance=tolerance)
-    click.echo(report.parity.describe())
-    click.echo(f"wrote {report.path} ({report.size[0]}x{report.size[1]}, dynamic batch) and {report.sidecar.name}")
+    click.echo(printable_lines(report.parity.describe()))
+    click.echo(printable(f"wrote {report.path} ({report.size[0]}x{report.size[1]}, dynamic batch) "
+                         f"and {report.sidecar.name}"))
