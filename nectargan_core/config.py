@@ -41,7 +41,7 @@ from .limits import MAX_CONFIG_BYTES, MAX_INT, MIN_INT, Seed, Threads, check_dat
 from .provenance import KEY as PROVENANCE_KEY
 from .provenance import PartRecord, validate_recorded
 from .registry import Registry
-from .strict_yaml import dump_yaml_text, load_yaml
+from .strict_yaml import StrictDumper, dump_yaml_text, load_yaml
 from .text import printable
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".toml", ".json")
@@ -751,6 +751,10 @@ class OverrideText(str):
     the integer 5, and ``--set run.deterministic=off`` is the text ``off`` (refused,
     as in a file) rather than pydantic's lax False.
     """
+
+
+# A bare --set value kept as given (a key of free-form options) is written out as the text it is.
+StrictDumper.add_representer(OverrideText, StrictDumper.represent_str)
 
 
 def read_override(annotation: Any, text: str) -> Any:

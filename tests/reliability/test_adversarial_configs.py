@@ -457,6 +457,11 @@ def test_set_values_are_yaml_1_2_scalars_of_the_key_type():
                                 "trainer=pix2pix", "optim.lr_g=1e-4", "data.num_workers=2"], registry())
     assert (config.loop.epochs, config.run.name, config.run.deterministic, config.run.seed) == (5, "007", True, 10)
     assert config.optim.lr_g == 1e-4 and config.data.num_workers == 2
+    from nectargan_core.config import dump_yaml, parse_override_value
+    from nectargan_core.strict_yaml import load_yaml
+
+    kept = {"free": parse_override_value("007")}  # a bare value kept as given (free-form options) dumps as its text
+    assert load_yaml(dump_yaml(kept)) == {"free": "007"}
     for override, message in [("run.deterministic=off", 'must be true or false (got "off")'),
                               ("run.deterministic=1", "must be true or false (got 1)"),
                               ("loop.epochs=2.0", "must be an integer (got 2.0)")]:
