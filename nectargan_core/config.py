@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import math
 import re
 import types
 import typing
@@ -41,7 +42,7 @@ from .limits import MAX_CONFIG_BYTES, MAX_INT, MIN_INT, Seed, Threads, check_dat
 from .provenance import KEY as PROVENANCE_KEY
 from .provenance import PartRecord, validate_recorded
 from .registry import Registry
-from .strict_yaml import dump_yaml_text, load_yaml
+from .strict_yaml import StrictDumper, dump_yaml_text, load_yaml
 from .text import printable
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".toml", ".json")
@@ -64,6 +65,10 @@ class Section(BaseModel):
     @classmethod
     def _no_silent_coercion(cls, data: Any) -> Any:
         if isinstance(data, Mapping):
+            read = {key: read_override(cls.model_fields[key].annotation, value) for key, value in data.items()
+                    if isinstance(value, OverrideText) and isinstance(key, str) and key in cls.model_fields}
+            if read:
+                data = {**data, **read}
             for key, value in data.items():
                 field = cls.model_fields.get(key) if isinstance(key, str) else None
                 if field is not None:
@@ -215,7 +220,64 @@ def refuse_coercion(field: Any, value: Any) -> Any:
     if where is not None:
         raise ValueError(f"{where}a boolean where a number is expected (got {json.dumps(_first_bool(value))}); "
                          "write the number")
+    problem = _wrong_scalar(annotation, value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
+
+
+def _scalar_kinds(annotation: Any) -> tuple[Optional[set[type]], set[str]]:
+    """The Python types of the scalar values ``annotation`` means (None when it means more than scalars:
+    Any, models, paths, collections..., which pydantic's own checks decide), and its literal texts."""
+    kinds: set[type] = set()
+    texts: set[str] = set()
+    for arm in _arms(annotation):
+        if typing.get_origin(arm) is Literal:
+            for choice in typing.get_args(arm):
+                texts.add(choice) if isinstance(choice, str) else kinds.add(type(choice))
+        elif arm is float:
+            kinds.update((float, int))  # an integer is an exact float
+        elif arm in (bool, int, str, type(None)):
+            kinds.add(arm)
+        else:
+            return None, texts
+    return kinds, texts
+
+
+def _wrong_scalar(annotation: Any, value: Any) -> Optional[str]:
+    """Why ``value`` is not a value of ``annotation`` although pydantic would convert it, or None.
+
+    pydantic's lax mode reads ``"off"``, ``"yes"``, ``1`` and ``"1"`` as booleans
+    and ``"2"`` and ``2.0`` as the integer 2. A YAML 1.2 file means what it says:
+    ``off`` is text, ``2.0`` is a float. Lists and tuples are checked item by item.
+    """
+    if isinstance(value, (list, tuple)):
+        for arm in _arms(annotation):
+            origin, args = typing.get_origin(arm), typing.get_args(arm)
+            if origin in (list, set, frozenset) and args:
+                types_ = [args[0]] * len(value)
+            elif origin is tuple and args:
+                types_ = [args[0]] * len(value) if (len(args) == 2 and args[1] is Ellipsis) else list(args)
+            else:
+                continue
+            for index, (item_type, item) in enumerate(zip(types_, value)):
+                problem = _wrong_scalar(item_type, item)
+                if problem is not None:
+                    return f"item {index + 1}: {problem}"
+        return None
+    if not isinstance(value, (bool, int, float, str)):
+        return None
+    kinds, texts = _scalar_kinds(annotation)
+    if kinds is None or type(value) in kinds or not kinds - {type(None)} or (isinstance(value, str) and value in texts):
+        return None
+    shown = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else str(value)
+    if kinds <= {bool, type(None)}:
+        return f"must be true or false (got {shown}); YAML booleans are only true and false, unquoted"
+    if int in kinds and float not in kinds and isinstance(value, (float, str)):
+        return f"must be an integer (got {shown}); write a whole number without quotes or decimal point"
+    if float in kinds and isinstance(value, str):
+        return f"must be a number (got {shown}); write it without quotes"
+    return None
 
 
 #: pydantic error type of the checks above; ``describe_errors`` puts ctx["key"] into the error's key path.
@@ -691,7 +753,32 @@ def parse_override_value(raw: str) -> Any:
         except yaml.YAMLError as exc:
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             raise ConfigError(f"--set value {raw!r} is not valid YAML: {problem}") from None
-    return raw
+    return OverrideText(raw)
+
+
+class OverrideText(str):
+    """A bare ``--set`` value: text for a text key, else read as a YAML 1.2 scalar once the key's type is known.
+
+    So ``--set run.name=007`` stays the text ``007`` while ``--set loop.epochs=5`` is
+    the integer 5, and ``--set run.deterministic=off`` is the text ``off`` (refused,
+    as in a file) rather than pydantic's lax False.
+    """
+
+
+# A bare --set value kept as given (a key of free-form options) is written out as the text it is.
+StrictDumper.add_representer(OverrideText, StrictDumper.represent_str)
+
+
+def read_override(annotation: Any, text: str) -> Any:
+    """The value of a bare ``--set`` text for a key of type ``annotation`` (see :class:`OverrideText`)."""
+    kinds, _ = _scalar_kinds(annotation)
+    if kinds is None or str in kinds:
+        return str(text)
+    try:
+        value = load_yaml(text)
+    except yaml.YAMLError:
+        return str(text)
+    return value if isinstance(value, (bool, int, float)) else str(text)
 
 
 def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:

@@ -175,8 +175,10 @@ class RunDir:
     def remove_stale_temps(self) -> list[Path]:
         """Remove temp files of writes killed midway (writer PID not alive), with one line naming them.
 
-        Called on resume: nothing else ever deletes them (``checkpoints/.NAME.pt.tmp-PID`` after a
-        SIGKILL during a checkpoint write). A temp file whose writer is alive is left alone.
+        Called on resume before anything is written there (``checkpoints/.NAME.pt.tmp-PID`` after a
+        SIGKILL during a checkpoint write), so that they are named; a process's first write into a
+        folder would delete them silently (``atomic.sweep_stale_temps``). A temp file whose writer is
+        alive is left alone.
         """
         removed = [p for folder in (self.path, self.checkpoints, self.examples) for p in remove_stale_temps(folder)]
         if removed:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
 
 import torch
 
-from .checkpoint import load_checkpoint, restoring, save_checkpoint
+from .checkpoint import entry, load_checkpoint, restoring, save_checkpoint
 from .device import rng_state, seed_everything, set_rng_state
 from .distributed import Distributed, first_line
 from .errors import CheckpointError, NectarGANError, PluginError, TrainingError
@@ -721,7 +721,8 @@ class Trainer:
         self._epoch_sums = dict(loop.get("epoch_sums", {}))
         self._epoch_steps = int(loop.get("epoch_steps", 0))
         self.best_value = loop.get("best_value")
-        set_rng_state(own["rng"])
+        with entry("rng"):  # a crafted rng.numpy: "x" is one line naming it
+            set_rng_state(own["rng"])
         saved_world = int(checkpoint.get("world_size", 1))
         if saved_world != self.dist.world_size:
             # The same fraction of the epoch (each process then had batch_in_epoch of its share),

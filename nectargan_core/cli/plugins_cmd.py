@@ -14,6 +14,7 @@ import click
 from ..errors import PluginError
 from ..plugins import PluginInfo, env_flag, get_plugins, normalize
 from ..scaffold import KINDS
+from ..text import printable
 
 
 @click.group("plugins")
@@ -131,7 +132,7 @@ def new_plugin(name: str, kind: str, directory: Path) -> None:
     from ..scaffold import render
 
     target = render(name, kind, directory)
-    click.echo(f"created {target} ({kind} '{name}')")
+    click.echo(printable(f"created {target} ({kind} '{name}')"))
     where = str(target) if target.is_absolute() else f"./{target}"
     click.echo(f"next: pip install -e \"{where}[test]\" && pytest {where}")
 

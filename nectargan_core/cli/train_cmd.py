@@ -7,7 +7,7 @@ import sys
 import click
 
 from ..errors import ConfigError
-from ..limits import PROCESSES_OPTION
+from ..limits import PROCESSES_OPTION, RESTARTS_OPTION
 from ..text import printable
 from .options import all_overrides, config_options, config_source
 
@@ -27,7 +27,7 @@ from .options import all_overrides, config_options, config_source
               help="With --resume latest: where to look for runs (default: runs).")
 @click.option("--nproc", type=PROCESSES_OPTION, default=None, metavar="N",
               help="Train data-parallel in N processes on this machine (through torchrun's agent).")
-@click.option("--max-restarts", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--max-restarts", type=RESTARTS_OPTION, default=0, show_default=True,
               help="With --nproc: restart the processes this often after a failure (each restart resumes).")
 def train_command(config_file: str | None, preset: str | None, overrides: tuple[str, ...], trainer: str | None,
                   resume: str | None, checkpoint: str | None, init_from: str | None, init_partial: bool,
