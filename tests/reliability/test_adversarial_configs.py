@@ -457,6 +457,12 @@ def test_set_values_are_yaml_1_2_scalars_of_the_key_type():
                                 "trainer=pix2pix", "optim.lr_g=1e-4", "data.num_workers=2"], registry())
     assert (config.loop.epochs, config.run.name, config.run.deterministic, config.run.seed) == (5, "007", True, 10)
     assert config.optim.lr_g == 1e-4 and config.data.num_workers == 2
+    # a key that takes a few literal numbers (data.in_channels: 1, 3 or 4) reads --set 3 as the number 3,
+    # as a file does (a stranger found every value refused: "Input should be 1, 3 or 4 (got '3')")
+    for channels in (1, 3, 4):
+        config = load_config(None, ["trainer=pix2pix", f"data.in_channels={channels}",
+                                    f"models.generator.in_channels={channels}"], registry())
+        assert config.data.options["in_channels"] == channels
     from nectargan_core.config import dump_yaml, parse_override_value
     from nectargan_core.strict_yaml import load_yaml
 
