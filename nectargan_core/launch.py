@@ -61,6 +61,19 @@ def describe_exit(code: int) -> str:
     return f"exit code {code}"
 
 
+def quiet_elastic_loggers() -> None:
+    """Silence torchrun's agent: we report failures and signals ourselves, in one line each.
+
+    torch's elastic modules set a level on each of their own loggers (``LOGLEVEL``,
+    default WARNING), so a level on the parent alone still let "Received 15 death
+    signal, shutting down workers" through before our own message.
+    """
+    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith("torch.distributed.elastic") or name.startswith("torch.distributed.launcher"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
 def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> int:
     """Run ``python -m nectargan_core <worker_args>`` in ``nproc`` processes; the exit code to use.
 
@@ -77,7 +90,7 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
     if "OMP_NUM_THREADS" not in os.environ:  # as torchrun: share the cores between the processes
         os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // nproc))
     os.environ[LAUNCHER_PID_ENV] = str(os.getpid())
-    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
+    quiet_elastic_loggers()
     options = dict(
         min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=str(uuid.uuid4()),
         rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=max_restarts,

@@ -50,3 +50,16 @@ def test_a_torch_with_shutdown_timeout_gets_ours(monkeypatch):
         pytest.skip("this torch's LaunchConfig has no shutdown_timeout")
     config = _capture(monkeypatch, torch_launcher.LaunchConfig)
     assert config.shutdown_timeout == SHUTDOWN_TIMEOUT_S
+
+
+def test_the_agents_own_loggers_are_quiet_so_a_signal_gives_our_line_alone():
+    """torch's agent logs "Received 15 death signal, shutting down workers" on its own logger."""
+    import logging
+
+    import torch.distributed.elastic.agent.server.api as agent
+
+    from nectargan_core.launch import quiet_elastic_loggers
+
+    quiet_elastic_loggers()
+    assert not agent.logger.isEnabledFor(logging.WARNING)
+    assert not logging.getLogger("torch.distributed.elastic.multiprocessing.api").isEnabledFor(logging.WARNING)
