@@ -12,6 +12,15 @@ from ..text import printable
 from .options import all_overrides, config_options, config_source
 
 
+#: Keys a ``--resume`` cannot change: they only act when a run starts.
+STARTING_ONLY = {
+    "run.init_from": "weights to start from are loaded when a run starts",
+    "run.init_from_strict": "weights to start from are loaded when a run starts",
+    "run.name": "a run keeps the name of its folder",
+    "run.output_dir": "a run keeps its folder",
+}
+
+
 @click.command("train")
 @config_options
 @click.option("--resume", metavar="RUN_DIR|latest", default=None,
@@ -60,6 +69,13 @@ def train_command(config_file: str | None, preset: str | None, overrides: tuple[
     if resume is not None and (config_file is not None or preset is not None):
         raise ConfigError("--resume uses the run's own config.yaml; drop -c/--config and --preset "
                           "(use --set to change values)")
+    if resume is not None:
+        # these only act when a run starts: on resume they would be recorded in config.yaml and do nothing
+        for override in overrides:
+            key = override.partition("=")[0].strip()
+            if key in STARTING_ONLY:
+                raise ConfigError(f"--set {key}: {STARTING_ONLY[key]}; --resume continues the run as it is "
+                                  "(start a new run to change it)")
     if init_partial:
         overrides = (*overrides, "run.init_from_strict=false")
     if nproc is not None:
