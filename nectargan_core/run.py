@@ -59,10 +59,7 @@ class Run:
         self.config = config
         self.init_report: dict[str, Any] | None = None
         self.run_dir = run_dir
-        if config.trainer is None:
-            names = ", ".join(self.host.registry.names("trainer")) or "none installed"
-            raise ConfigError(f"trainer: no trainer chosen; set 'trainer' in the config or use --trainer (installed: {names})")
-        component = self.host.registry.get("trainer", config.trainer, key="trainer")
+        component = trainer_component(config, self.host)
         trainer_cls = component.load()
         if not (isinstance(trainer_cls, type) and issubclass(trainer_cls, Trainer)):
             raise PluginError(
@@ -131,6 +128,7 @@ class Run:
             if os.environ.get("RANK", "0") == "0":
                 print(f"torchrun restarted the processes: resuming {restarted.path}", file=sys.stderr)
             return cls.resume(restarted.path, plugins=plugins, host=host)
+        check_before_run_dir(resolved, host)
         dist = Distributed.from_environment(resolved.distributed, resolved.run.device)
         path = None
         if dist.is_main:  # one run directory for all processes
@@ -210,6 +208,22 @@ class Run:
     def close(self) -> None:
         """Leave the process group of a distributed run that ended normally (nothing to do for one process)."""
         self.dist.close()
+
+
+def trainer_component(config: CoreConfig, host: PluginHost) -> Any:
+    """The registered trainer the config names, or a one-line error when it names none."""
+    if config.trainer is None:
+        names = ", ".join(host.registry.names("trainer")) or "none installed"
+        raise ConfigError(f"trainer: no trainer chosen; set 'trainer' in the config or use --trainer (installed: {names})")
+    return host.registry.get("trainer", config.trainer, key="trainer")
+
+
+def check_before_run_dir(config: CoreConfig, host: PluginHost) -> None:
+    """What can be refused without training is refused before a run directory is made for it."""
+    trainer_cls = trainer_component(config, host).load()
+    check = getattr(trainer_cls, "check_config", None)
+    if callable(check):
+        check(config, host.registry)
 
 
 def find_resume_checkpoint(run_dir: RunDir) -> tuple[Path, dict[str, Any]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..config import build_config_model, dump_yaml, load_config, starter_yaml
+from ..config import build_config_model, derived_keys, dump_yaml, load_config, starter_yaml, validate_config
 from ..errors import ConfigError
 from ..plugins import get_plugins
 from .options import all_overrides, config_options
@@ -69,14 +69,19 @@ def schema(trainer: str | None) -> None:
 def init(output: str | None, trainer: str | None, force: bool) -> None:
     """Write a commented starter config with every key and its default.
 
+    Each chosen part (the dataset, the generator, the discriminator, ...) is
+    written with every one of its options. Keys the trainer takes from another
+    key (pix2pix: the networks' channel counts, from data) are written
+    commented out, naming that key.
+
     \b
     Example:
       nectargan config init --trainer pix2pix -o run.yaml
     """
-    model = build_config_model(get_plugins().registry, trainer)
-    text = starter_yaml(model)
-    if trainer:
-        text = text.replace("trainer: null", f"trainer: {trainer}", 1)
+    registry = get_plugins().registry
+    model = build_config_model(registry, trainer)
+    config = validate_config({"trainer": trainer} if trainer else {}, registry, source="defaults")
+    text = starter_yaml(model, config.to_dict(), registry, derived_keys(config, registry))
     if output is None:
         click.echo(text.rstrip())
         return

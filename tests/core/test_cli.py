@@ -69,7 +69,7 @@ def test_train_two_epochs_then_resume(tmp_path):
 
     resumed = run_cli("train", "--resume", str(run_dir), "--set", "loop.epochs=3")
     assert resumed.returncode == 0, resumed.stderr
-    assert f"resuming {run_dir} at epoch 2, step 4" in resumed.stderr
+    assert f"resuming {run_dir} at end of epoch 2/3 (step 4)" in resumed.stderr
     assert (run_dir / "checkpoints" / "epoch0003-step00000006.pt").is_file()
     assert "epochs: 3" in (run_dir / "config.yaml").read_text()
 
@@ -109,7 +109,7 @@ def test_resume_falls_back_to_previous_good_checkpoint(tmp_path):
     result = run_cli("train", "--resume", str(run_dir), "--set", "loop.epochs=3")
     assert result.returncode == 0, result.stderr
     assert f"warning: skipping bad checkpoint: {newest}: truncated or corrupt checkpoint" in result.stderr
-    assert f"resuming {run_dir} at epoch 1, step 2" in result.stderr
+    assert f"resuming {run_dir} at end of epoch 1/3 (step 2)" in result.stderr
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
