@@ -74,6 +74,8 @@ class ExportReport:
     format: Format
     size: tuple[int, int]
     parity: Parity
+    #: Which weights: ``best.pt (epoch 3, step 12)``.
+    weights: str = ""
 
 
 def export_generator(target: str | Path, which: str = "latest", *, fmt: Format = "onnx",
@@ -89,7 +91,7 @@ def export_generator(target: str | Path, which: str = "latest", *, fmt: Format =
         raise ExportError(f"--size {height}x{width}: height and width must be multiples of {multiple} "
                           "for this generator")
     path = Path(output) if output is not None else (
-        run_dir_of(generator.checkpoint) / "export" / f"{generator.name}{SUFFIXES[fmt]}")
+        run_dir_of(generator.checkpoint) / "export" / f"{generator.tag}{SUFFIXES[fmt]}")
     if path.is_dir():
         raise ExportError(f"{path}: is a folder; give -o a file name")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -114,7 +116,7 @@ def export_generator(target: str | Path, which: str = "latest", *, fmt: Format =
     if parity.passed is False:
         raise ExportError(f"parity check failed: max |export - pytorch| = {parity.max_abs_diff:.3g} is above the "
                           f"tolerance {tolerance:g}; {path} does not reproduce the model")
-    return ExportReport(path, sidecar, fmt, (height, width), parity)
+    return ExportReport(path, sidecar, fmt, (height, width), parity, generator.label)
 
 
 def export_onnx(model: torch.nn.Module, example: torch.Tensor, path: Path, opset: int) -> int:
@@ -204,6 +206,7 @@ def describe(generator: LoadedGenerator, path: Path, fmt: Format, size: tuple[in
                          "image = (output + 1) / 2 * max_value",
         "size_multiple": generator.size_multiple,
         "checkpoint": str(generator.checkpoint.resolve()),
+        "checkpoint_name": generator.checkpoint.name,
         "epoch": generator.epoch,
         "global_step": generator.global_step,
         "generator": {"name": choice.name, **choice.options},

@@ -2,12 +2,20 @@
 
 The split is read the way validation reads it: in order, never augmented,
 with the split's own deterministic preprocessing (``data.<split>.preprocess``).
-Results go to ``RUN_DIR/test/<checkpoint>-<split>/``::
+Results go to ``RUN_DIR/test/<checkpoint tag>-<split>/`` (the tag holds the
+epoch and step, ``best-epoch0003-step00000012`` for ``best.pt``, so results
+of different weights never share a folder)::
 
+    index.html     the results page: input | output | target and the scores of every image, worst first
     metrics.json   mean and per-image L1, PSNR, SSIM; checkpoint, epoch, mode; the output = input baseline
     metrics.csv    one row per image, then a ``mean`` row
     images/        the generator's outputs, one PNG per input, named after it
+    inputs/        the inputs as the generator saw them (after preprocessing)
+    targets/       the targets, preprocessed the same way
     grids/         input | output | target per image (with ``grid=True``)
+
+The folder is written under a temporary name and then put in place whole, so
+it never mixes files of two tests: testing the same weights again replaces it.
 
 ``mode="eval"`` runs G in eval mode (dropout off, BN running statistics).
 ``mode="train"`` reproduces the reference's test behaviour, which never calls
@@ -22,6 +30,8 @@ import csv
 import io
 import json
 import math
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Optional
@@ -40,6 +50,10 @@ from .files import output_names
 from .images import Fit, save_png
 from .inference import LoadedGenerator, load_generator, run_dir_of
 from .evaluation import evaluation_mode
+from .results_page import write_page
+
+#: Sub-folders of a results folder, by what they hold (relative links in metrics.json and index.html).
+FOLDERS = {"input": "inputs", "output": "images", "target": "targets"}
 
 Mode = Literal["eval", "train"]
 BASELINE = "output = input (no generator)"
@@ -57,10 +71,20 @@ class EvaluationReport:
     values: dict[str, list[float]]
     mean: dict[str, float]
     baseline: Optional[dict[str, float]]
+    #: Per image, as ``values`` (None without a baseline).
+    baseline_values: Optional[dict[str, list[float]]] = None
+    #: ``(height, width)`` of each image as written.
+    sizes: Optional[list[tuple[int, int]]] = None
+    #: Whether earlier results in ``out_dir`` were replaced.
+    replaced: bool = False
+
+    @property
+    def page(self) -> Path:
+        return self.out_dir / "index.html"
 
     def summary(self) -> str:
         """One line: what was tested and how it scored, next to the trivial baseline."""
-        line = (f"{self.split}: {len(self.names)} images, {self.generator.name} (epoch {self.generator.epoch}), "
+        line = (f"{self.split}: {len(self.names)} images, {self.generator.label}, "
                 f"{self.mode} mode: {format_metrics(self.mean)}")
         if self.baseline is not None:
             line += f" | output=input: {format_metrics(self.baseline)}"
@@ -98,16 +122,17 @@ def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional
 def run_test(target: str | Path, which: str = "latest", *, split: str = "test", mode: Mode = "eval",
              out_dir: Optional[Path] = None, batch_size: Optional[int] = None, device: str | torch.device = "cpu",
              data_root: Optional[Path] = None, grid: bool = False) -> EvaluationReport:
-    """Run the generator over ``split``, write metrics and images, and return the scores."""
+    """Run the generator over ``split``, write metrics, images and the results page, and return the scores."""
     generator = load_generator(target, which, device=device)
     dataset = split_dataset(generator, split, data_root=data_root, batch_size=batch_size)
     if not len(dataset):
         raise DatasetError(f"{dataset.path}: no images in the {split} split")
     suffix = "" if mode == "eval" else "-train-mode"
     out_dir = Path(out_dir) if out_dir is not None else (
-        run_dir_of(generator.checkpoint) / "test" / f"{generator.name}-{split}{suffix}")
-    if out_dir.exists() and not out_dir.is_dir():
-        raise NectarGANError(f"{out_dir}: exists and is not a folder; choose another --out")
+        run_dir_of(generator.checkpoint) / "test" / f"{generator.tag}-{split}{suffix}")
+    replaced = check_out_dir(out_dir)
+    staging = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
     names = [path.name for path in output_names([Path(pair.a.name) for pair in dataset.pairs])]
     in_channels, out_channels = generator.channels
     fit = Fit("pad", generator.size_multiple)
@@ -115,26 +140,73 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
 
     values: dict[str, list[float]] = {name: [] for name in METRICS}
     baseline: dict[str, list[float]] = {name: [] for name in METRICS}
-    with evaluation_mode(model, mode == "eval"), torch.random.fork_rng():
-        torch.manual_seed(generator.config.run.seed)
-        for batch in build_dataloader(dataset, device=target_device):
-            real_a, real_b = batch["A"].to(target_device), batch["B"].to(target_device)
-            height, width = real_a.shape[-2:]
-            fake_b = fit.restore(model(fit.prepare(real_a)), height, width)
-            for name, scores in per_image(fake_b, real_b).items():
-                values[name] += scores.tolist()
-            if in_channels == out_channels:
-                for name, scores in per_image(real_a, real_b).items():
-                    baseline[name] += scores.tolist()
-            for i, index in enumerate(batch["index"].tolist()):
-                save_png(out_dir / "images" / names[index], to_unit(fake_b[i]))
-                if grid:
-                    save_grid(out_dir / "grids" / names[index], real_a[i:i + 1], fake_b[i:i + 1], real_b[i:i + 1])
+    sizes: list[tuple[int, int]] = [(0, 0)] * len(names)
+    try:
+        with evaluation_mode(model, mode == "eval"), torch.random.fork_rng():
+            torch.manual_seed(generator.config.run.seed)
+            for batch in build_dataloader(dataset, device=target_device):
+                real_a, real_b = batch["A"].to(target_device), batch["B"].to(target_device)
+                height, width = real_a.shape[-2:]
+                fake_b = fit.restore(model(fit.prepare(real_a)), height, width)
+                for name, scores in per_image(fake_b, real_b).items():
+                    values[name] += scores.tolist()
+                if in_channels == out_channels:
+                    for name, scores in per_image(real_a, real_b).items():
+                        baseline[name] += scores.tolist()
+                for i, index in enumerate(batch["index"].tolist()):
+                    sizes[index] = (int(height), int(width))
+                    for what, images in (("input", real_a), ("output", fake_b), ("target", real_b)):
+                        save_png(staging / FOLDERS[what] / names[index], to_unit(images[i]))
+                    if grid:
+                        save_grid(staging / "grids" / names[index], real_a[i:i + 1], fake_b[i:i + 1],
+                                  real_b[i:i + 1])
 
-    report = EvaluationReport(out_dir, generator, split, mode, names, values, mean_of(values),
-                              mean_of(baseline) if in_channels == out_channels else None)
-    write_metrics(report, dataset)
+        has_baseline = in_channels == out_channels
+        report = EvaluationReport(out_dir, generator, split, mode, names, values, mean_of(values),
+                                  mean_of(baseline) if has_baseline else None,
+                                  baseline if has_baseline else None, sizes, replaced)
+        write_metrics(report, dataset, staging)
+        write_page(report, dataset, staging)
+        publish(staging, out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return report
+
+
+def is_results_folder(path: Path) -> bool:
+    """Whether ``path`` holds what ``nectargan test`` writes (its metrics.json names a checkpoint)."""
+    try:
+        data = json.loads((path / "metrics.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "checkpoint" in data and "per_image" in data
+
+
+def check_out_dir(out_dir: Path) -> bool:
+    """Whether ``out_dir`` holds earlier results (to be replaced); an error when it holds anything else."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise NectarGANError(f"{out_dir}: exists and is not a folder; choose another --out")
+    if not out_dir.is_dir() or not any(out_dir.iterdir()):
+        return False
+    if not is_results_folder(out_dir):
+        raise NectarGANError(f"{out_dir}: holds files that nectargan test did not write; "
+                             "choose another --out (results replace a folder as a whole)")
+    return True
+
+
+def publish(staging: Path, out_dir: Path) -> None:
+    """Put the finished ``staging`` folder in place of ``out_dir``, in two renames.
+
+    The earlier folder is moved aside first and removed last, so a crash in
+    between leaves the new results in place or the old ones, never a mix.
+    """
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+    if out_dir.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        out_dir.rename(old)
+    staging.rename(out_dir)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def mean_of(values: dict[str, list[float]]) -> dict[str, float]:
@@ -146,27 +218,34 @@ def json_number(value: float) -> Optional[float]:
     return value if math.isfinite(value) else None
 
 
-def write_metrics(report: EvaluationReport, dataset: PairedDataset) -> None:
+def write_metrics(report: EvaluationReport, dataset: PairedDataset, folder: Path) -> None:
+    """``metrics.json`` and ``metrics.csv`` in ``folder`` (the results folder, or its staging copy)."""
     generator = report.generator
-    per_image_rows = [
-        {"image": name, "source": str(pair.a), **{m: json_number(report.values[m][i]) for m in METRICS}}
-        for i, (name, pair) in enumerate(zip(report.names, dataset.pairs))
-    ]
+
+    def row(i: int, name: str, pair: Any) -> dict[str, Any]:
+        entry = {"image": name, "source": str(pair.a), **{m: json_number(report.values[m][i]) for m in METRICS},
+                 "files": {what: f"{sub}/{name}" for what, sub in FOLDERS.items()}}
+        if report.baseline_values is not None:
+            entry["baseline"] = {m: json_number(report.baseline_values[m][i]) for m in METRICS}
+        return entry
+
     data: dict[str, Any] = {
         "checkpoint": str(generator.checkpoint.resolve()),
+        "checkpoint_name": generator.checkpoint.name,
         "epoch": generator.epoch,
         "global_step": generator.global_step,
         "split": report.split,
         "mode": report.mode,
         "data_root": str(Path(dataset.options.root).resolve()),
         "images": len(report.names),
+        "page": "index.html",
         "mean": {m: json_number(v) for m, v in report.mean.items()},
         "baseline": None if report.baseline is None else {
             "what": BASELINE, "mean": {m: json_number(v) for m, v in report.baseline.items()}},
-        "per_image": per_image_rows,
+        "per_image": [row(i, name, pair) for i, (name, pair) in enumerate(zip(report.names, dataset.pairs))],
     }
-    report.out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(report.out_dir / "metrics.json", json.dumps(data, indent=2) + "\n")
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(folder / "metrics.json", json.dumps(data, indent=2) + "\n")
 
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
@@ -174,4 +253,4 @@ def write_metrics(report: EvaluationReport, dataset: PairedDataset) -> None:
     for i, name in enumerate(report.names):
         writer.writerow([name, *(report.values[m][i] for m in METRICS)])
     writer.writerow(["mean", *(report.mean[m] for m in METRICS)])
-    atomic_write_text(report.out_dir / "metrics.csv", text.getvalue())
+    atomic_write_text(folder / "metrics.csv", text.getvalue())

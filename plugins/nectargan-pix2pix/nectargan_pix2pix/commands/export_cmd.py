@@ -16,7 +16,8 @@ from .options import SizeType, checkpoint_option
               help="onnx (needs nectargan-pix2pix[onnx]) or torchscript.")
 @checkpoint_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Output file (default: RUN_DIR/export/<checkpoint>.onnx or .torchscript.pt).")
+              help="Output file (default: RUN_DIR/export/<checkpoint>.onnx or .torchscript.pt, where <checkpoint> "
+                   "holds the epoch and step, e.g. best-epoch0003-step00000012).")
 @click.option("--size", type=SizeType(), metavar="N|HxW", default=None,
               help="Input size N or HxW (default: the training crop size).")
 @click.option("--opset", type=click.IntRange(min=7), default=18, show_default=True, help="ONNX opset version.")
@@ -41,4 +42,5 @@ def export_command(target: Path, fmt: str, which: str, output: Optional[Path], s
 
     report = export_generator(target, which, fmt=fmt, output=output, size=size, opset=opset, tolerance=tolerance)
     click.echo(report.parity.describe())
-    click.echo(f"wrote {report.path} ({report.size[0]}x{report.size[1]}, dynamic batch) and {report.sidecar.name}")
+    click.echo(f"wrote {report.path} ({report.size[0]}x{report.size[1]}, dynamic batch; {report.weights}) "
+               f"and {report.sidecar.name}")

@@ -19,7 +19,8 @@ from .options import checkpoint_option, device_option
               help="eval: dropout off, BN running statistics. train: the reference's test behaviour "
                    "(dropout on, per-batch BN statistics); the saved weights are never changed.")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None,
-              help="Output folder (default: RUN_DIR/test/<checkpoint>-<split>[-train-mode]).")
+              help="Output folder (default: RUN_DIR/test/<checkpoint>-<split>[-train-mode], where <checkpoint> "
+                   "holds the epoch and step, e.g. best-epoch0003-step00000012). Replaced as a whole by a rerun.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help="Images per batch (default: the run's data.<split>.batch_size).")
 @device_option
@@ -28,11 +29,13 @@ from .options import checkpoint_option, device_option
 @click.option("--grid", is_flag=True, help="Also write input | output | target grids to grids/.")
 def test_command(run_dir: Path, which: str, split: str, mode: str, out_dir: Optional[Path],
                  batch_size: Optional[int], device: str, data_root: Optional[Path], grid: bool) -> None:
-    """Run a trained generator over a split; write per-image L1, PSNR, SSIM and the outputs.
+    """Run a trained generator over a split; write per-image L1, PSNR, SSIM, the images and a results page.
 
-    Writes metrics.json (mean, per image, checkpoint, epoch, mode, and the
-    output = input baseline), metrics.csv (one row per image and a mean row)
-    and images/<input name>.png. Metrics compare images in [0, 1].
+    Writes index.html (every image as input | output | target with its
+    scores, worst first, sortable; the checkpoint, epoch and mode; the
+    output = input baseline), metrics.json, metrics.csv (one row per image and
+    a mean row), and images/, inputs/ and targets/ as PNG. Metrics compare
+    images in [0, 1].
 
     \b
     Examples:
@@ -47,4 +50,5 @@ def test_command(run_dir: Path, which: str, split: str, mode: str, out_dir: Opti
     report = run_test(run_dir, which, split=split, mode=mode, out_dir=out_dir, batch_size=batch_size,
                       device=resolve_device(device), data_root=data_root, grid=grid)
     click.echo(report.summary())
-    click.echo(f"results: {report.out_dir}")
+    click.echo(f"results: {report.out_dir}" + (" (replaced the earlier results there)" if report.replaced else ""))
+    click.echo(f"page: {report.page}")
