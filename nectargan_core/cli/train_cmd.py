@@ -103,7 +103,13 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
         click.echo(f"stopped early at {trainer_state.position_text()} ({trainer_state.stop_reason}); "
                    f"results in {run.dir}", err=True)
         return
-    click.echo(f"finished: {trainer_state.epochs_done}/{trainer_state.config.loop.epochs} epochs, "
+    loop = trainer_state.config.loop
+    if loop.max_steps is not None and trainer_state.global_step >= loop.max_steps \
+            and trainer_state.epochs_done < loop.epochs:
+        click.echo(f"finished: loop.max_steps={loop.max_steps} reached at {trainer_state.position_text()}; "
+                   f"results in {run.dir}", err=True)
+        return
+    click.echo(f"finished: {trainer_state.epochs_done}/{loop.epochs} epochs, "
                f"{trainer_state.global_step} steps; results in {run.dir}", err=True)
 
 

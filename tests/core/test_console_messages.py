@@ -120,3 +120,20 @@ def test_resume_latest_name_picks_the_newest_run_of_that_name(tmp_path):
     assert missing.returncode == 1
     assert missing.stderr.strip().splitlines() == [
         f"error: no runs named 'nothing' found under '{runs}'; start one with 'nectargan train'"]
+
+
+@pytest.mark.slow
+def test_a_run_stopped_by_max_steps_says_so_and_resuming_it_asks_for_more_steps(tmp_path):
+    config = tmp_path / "toy.json"
+    config.write_text(json.dumps(toy_config(tmp_path / "runs", samples=8)))
+    done = run_cli("train", "-c", str(config), "--set", "loop.max_steps=3", "--set", "visualizers=[console]")
+    assert done.returncode == 0, done.stderr
+    run_dir = tmp_path / "runs" / "toy" / "version_0"
+    assert done.stdout.splitlines()[-1].startswith("done: loop.max_steps=3 reached at epoch 2/3, batch 1/2 (step 3) in ")
+    assert done.stderr.splitlines()[-1] == (
+        f"finished: loop.max_steps=3 reached at epoch 2/3, batch 1/2 (step 3); results in {run_dir}")
+    again = run_cli("train", "--resume", str(run_dir))
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.strip().splitlines() == [
+        f"{run_dir}: already finished (loop.max_steps=3 reached at step 3); nothing to train. Raise loop.max_steps "
+        "to train longer, e.g. --set loop.max_steps=6"]
