@@ -4,8 +4,9 @@ Plugin authors need only::
 
     from nectargan_core import hookimpl
 
-Importing this package does not import torch; ``Trainer``, ``Run`` and the
-other engine classes are loaded on first access.
+Importing this package does not import torch; ``Trainer``, ``Run``, the
+trainer kit (``TrainerKit``, ``Update``, ``optimizer_step``) and the other
+engine classes are loaded on first access.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ _LAZY = {
     "Trainer": ("nectargan_core.trainer", "Trainer"),
     "Run": ("nectargan_core.run", "Run"),
     "ResumableSampler": ("nectargan_core.sampling", "ResumableSampler"),
+    "TrainerKit": ("nectargan_core.kit", "TrainerKit"),
+    "Update": ("nectargan_core.update", "Update"),
+    "optimizer_step": ("nectargan_core.update", "optimizer_step"),
+    "AccumulationGroup": ("nectargan_core.accumulation", "AccumulationGroup"),
     "load_config": ("nectargan_core.config", "load_config"),
     "choice_of": ("nectargan_core.config", "choice_of"),
     "Section": ("nectargan_core.config", "Section"),

@@ -3,21 +3,28 @@
 A checkpoint is written to a temporary file in the same folder, flushed to
 disk, then renamed over its final name, so a crash or a full disk never leaves
 a half-written checkpoint under a real name. A small JSON sidecar records its
-size and SHA-256, so truncation or corruption is detected before loading.
+size and SHA-256, so truncation or corruption is detected before loading. A
+checkpoint without its sidecar (the process was killed between the two
+renames) is checked against the CRC-32 that ``torch.save`` stores for every
+member of its zip container.
 Loading uses ``torch.load(weights_only=True)``: a file that carries arbitrary
 pickled Python objects is refused, never executed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
 import pickle
+import re
+import zipfile
+import zlib
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
-from .atomic import atomic_write, atomic_write_text
+from .atomic import atomic_write, atomic_write_text, os_error_of
 from .errors import CheckpointError
 
 FORMAT = "nectargan-checkpoint"
@@ -57,30 +64,16 @@ def save_checkpoint(payload: Mapping[str, Any], path: str | Path) -> Path:
     return path
 
 
-def os_error_of(exc: BaseException) -> OSError | None:
-    """``exc`` if it is an OSError, else the OSError it was raised from or during, if any.
-
-    ``torch.save`` reports a failed ``write()`` (ENOSPC, EFBIG) of the file it writes to as a
-    RuntimeError ("unexpected pos ..."), with the OSError as its context.
-    """
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, OSError):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-    return None
-
-
 def sidecar_path(path: Path) -> Path:
     return path.with_name(path.name + SIDECAR_SUFFIX)
 
 
 def verify_checkpoint(path: str | Path) -> None:
-    """Check size and hash against the sidecar, when there is one."""
+    """Check size and hash against the sidecar; without one, the CRC-32 of every member of the zip container."""
     path = Path(path)
     side = sidecar_path(path)
     if not side.exists():
+        verify_container(path)
         return
     try:
         meta = json.loads(side.read_text())
@@ -94,6 +87,67 @@ def verify_checkpoint(path: str | Path) -> None:
         )
     if sha256_of(path) != meta.get("sha256"):
         raise CheckpointError(f"{path}: checkpoint contents do not match their checksum; use an earlier checkpoint")
+
+
+def verify_container(path: Path) -> None:
+    """Read every member of the checkpoint's zip container and check it against its stored CRC-32.
+
+    ``torch.save`` writes a zip whose members (the pickle, each tensor's bytes)
+    carry a CRC-32; ``torch.load`` never checks them, so without this a flipped
+    byte in a tensor loads silently. Costs one read of the file (see docs/reliability.md).
+    """
+    try:
+        with zipfile.ZipFile(path) as container:
+            bad = container.testzip()
+    except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError) as exc:
+        raise CheckpointError(f"{path}: truncated or not a checkpoint file ({exc}); use an earlier checkpoint") from None
+    if bad is not None:
+        raise CheckpointError(f"{path}: corrupt checkpoint: member '{bad}' does not match its CRC-32; "
+                              "use an earlier checkpoint")
+
+
+#: ``Missing key(s) in state_dict: "a", "b".`` and friends, in the error of ``Module.load_state_dict``.
+_STATE_DICT_PROBLEM = re.compile(r'(Missing key\(s\)|Unexpected key\(s\)) in state_dict: ((?:"[^"]*"(?:, )?)+)')
+_SIZE_MISMATCH = re.compile(r"size mismatch for ([^:]+): copying a param with shape (torch.Size\(\[[^\]]*\]\)) "
+                            r"from checkpoint, the shape in current model is (torch.Size\(\[[^\]]*\]\))")
+
+
+def state_problem(exc: BaseException) -> str:
+    """The first thing wrong with a checkpoint's contents, from the error restoring them raised, in one line."""
+    if isinstance(exc, KeyError):
+        return f"it has no {exc.args[0]!r} entry" if exc.args else "an entry is missing"
+    text = str(exc)
+    found = _STATE_DICT_PROBLEM.search(text)
+    if found:
+        keys = re.findall(r'"([^"]*)"', found.group(2))
+        kind = "missing" if found.group(1).startswith("Missing") else "unexpected"
+        more = f" (+{len(keys) - 1} more)" if len(keys) > 1 else ""
+        return f"{kind} tensor '{keys[0]}'{more}"
+    found = _SIZE_MISMATCH.search(text)
+    if found:
+        return f"tensor '{found.group(1)}' has shape {found.group(2)}, the network expects {found.group(3)}"
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return f"{type(exc).__name__}: {first}"
+
+
+@contextlib.contextmanager
+def restoring(what: str | None = None) -> Iterator[None]:
+    """Turn an error raised while restoring state from a checkpoint into one line naming ``what`` and the problem.
+
+    A checkpoint that loads can still lack an entry (crafted, or from another
+    version): ``KeyError``, ``TypeError`` and the multi-line ``RuntimeError`` of
+    ``Module.load_state_dict`` become a :class:`CheckpointError`.
+    """
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, RuntimeError) as exc:
+        if "out of memory" in str(exc).lower():
+            raise
+        where = f"{what}: " if what else ""
+        raise CheckpointError(f"{where}cannot restore: {state_problem(exc)}; "
+                              "the checkpoint is damaged or was written by another trainer or config") from None
 
 
 def load_checkpoint(path: str | Path, *, verify: bool = True) -> dict[str, Any]:
@@ -121,7 +175,7 @@ def load_checkpoint(path: str | Path, *, verify: bool = True) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise CheckpointError(
             f"{path}: not a NectarGAN checkpoint (no '{FORMAT}' marker); "
-            "to start from foreign weights, convert them to a state_dict and load them in your trainer"
+            "weights saved by pytorch-CycleGAN-and-pix2pix convert with nectargan models import FILE --arch NAME"
         )
     if data.get("format_version", 0) > FORMAT_VERSION:
         raise CheckpointError(

@@ -14,8 +14,10 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import types
+import typing
 from pathlib import Path
-from typing import Any, ClassVar, Iterable, Mapping, Optional
+from typing import Any, ClassVar, Iterable, Literal, Mapping, Optional, Union
 
 import yaml
 from pydantic import (
@@ -28,18 +30,46 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError, PydanticUndefined
 
+from .capabilities import check_capabilities
 from .errors import ConfigError, PluginError
+from .limits import MAX_CONFIG_BYTES, MAX_INT, MIN_INT, Seed, Threads, check_data, check_name
 from .registry import Registry
+from .strict_yaml import dump_yaml_text, load_yaml
+from .text import printable
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".toml", ".json")
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
 
 class Section(BaseModel):
-    """Base for config sections: unknown keys are errors, values are re-validated on assignment."""
+    """Base for config sections: unknown keys are errors, values are re-validated on assignment.
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    Nothing is coerced silently (see :func:`refuse_coercion`): a boolean is not a
+    number, null is not a default, and numbers are finite and fit 64 bits.
+    Every plugin's options derive from this class, so they get the same rules.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    # Model validators rather than field validators: pydantic forbids 'before' field validators on
+    # the discriminator field of a tagged union, which a plugin's options may well be.
+    @model_validator(mode="before")
+    @classmethod
+    def _no_silent_coercion(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            for key, value in data.items():
+                field = cls.model_fields.get(key) if isinstance(key, str) else None
+                if field is not None:
+                    _at_key(key, refuse_coercion, field, value)
+        return data
+
+    @model_validator(mode="after")
+    def _fits_64_bits(self) -> "Section":
+        for key in type(self).model_fields:
+            _at_key(key, within_int64, getattr(self, key))
+        return self
 
 
 class RunSection(Section):
@@ -47,10 +77,10 @@ class RunSection(Section):
 
     name: str = Field("run", description="Run name; outputs go to output_dir/name/version_N", min_length=1)
     output_dir: str = Field("runs", description="Folder that holds all runs")
-    seed: int = Field(0, description="Global seed for Python, NumPy and torch", ge=0)
+    seed: Seed = Field(0, description="Global seed for Python, NumPy and torch")
     device: str = Field("auto", description="auto, cpu, cuda, cuda:N or mps")
     deterministic: bool = Field(False, description="Use deterministic algorithms (bit-exact resume on CPU)")
-    threads: Optional[int] = Field(None, description="torch intra-op threads (default: torch's choice)", ge=1)
+    threads: Optional[Threads] = Field(None, description="torch intra-op threads (default: torch's choice)")
     init_from: Optional[str] = Field(None, description="Checkpoint to take network weights from (fine-tuning)")
 
     @field_validator("device")
@@ -76,7 +106,8 @@ class LoopSection(Section):
     val_every_steps: Optional[int] = Field(None, description="Also validate every N steps", gt=0)
     nonfinite: str = Field(
         "stop", pattern="^(stop|skip)$",
-        description="On a NaN/Inf loss: stop (fail the run) or skip (trainers that leave such updates out keep going)",
+        description="On a NaN/Inf loss: stop (fail the run) or skip (go on, leaving such updates out; only for "
+                    "trainers that declare the nonfinite_skip capability, e.g. those on the TrainerKit)",
     )
 
 
@@ -121,7 +152,7 @@ class CoreConfig(Section):
     @field_validator("visualizers", "callbacks", mode="before")
     @classmethod
     def _list_to_dict(cls, value: Any) -> Any:
-        return names_to_dict(value)
+        return names_to_dict(value)  # null never gets here: Section refuses it (no silent 'no console')
 
     @field_validator("visualizers", "callbacks")
     @classmethod
@@ -145,9 +176,134 @@ class CoreConfig(Section):
 
 
 def plain_name(value: str) -> str:
-    """``value`` if it names one folder entry (no separators, not . or ..), else a ValueError."""
-    if "/" in value or "\\" in value or value in {".", ".."}:
-        raise ValueError("must be a plain name without path separators")
+    """``value`` if it names one folder entry (no separators, not . or .., no control characters,
+    at most 255 bytes), else a ValueError."""
+    return check_name(value)
+
+
+# -- no silent coercion ------------------------------------------------------
+def refuse_coercion(field: Any, value: Any) -> Any:
+    """``value`` for ``field`` unless pydantic would coerce it into something else silently.
+
+    Refused: a boolean where the field wants a number (pydantic reads ``true``
+    as 1, also inside lists and tuples and against ``Literal[1, 3, 4]``), and
+    null where the field does not take null (the message names the default,
+    which is what leaving the key out gives).
+    """
+    annotation = field.annotation
+    if value is None and not _accepts_none(annotation):
+        raise ValueError(f"must not be null; {_null_hint(field)}")
+    where = _boolean_as_number(annotation, value)
+    if where is not None:
+        raise ValueError(f"{where}a boolean where a number is expected (got {json.dumps(_first_bool(value))}); "
+                         "write the number")
+    return value
+
+
+#: pydantic error type of the checks above; ``describe_errors`` puts ctx["key"] into the error's key path.
+KEYED_ERROR = "nectargan_key_error"
+
+
+def _at_key(key: str, check: Any, *args: Any) -> None:
+    """Run ``check``; report its ValueError at ``key`` (a model validator's error has the model's path)."""
+    try:
+        check(*args)
+    except ValueError as exc:
+        raise PydanticCustomError(KEYED_ERROR, "{key}: {message}", {"key": key, "message": str(exc)}) from None
+
+
+def _null_hint(field: Any) -> str:
+    """What to write instead of null: remove the key for its default (shown), or an empty collection."""
+    if field.default_factory is None and field.default is PydanticUndefined:
+        return "this key needs a value"
+    try:
+        default = field.get_default(call_default_factory=True)
+    except TypeError:  # a factory that needs the other values
+        return "remove the key to use its default"
+    if isinstance(default, BaseModel):
+        return "remove the key to use its defaults"
+    hint = f"remove the key to use the default ({json.dumps(default, default=str)})"
+    if isinstance(default, (list, dict)) and default:
+        hint += ", or write [] for none"
+    return hint
+
+
+def within_int64(value: Any) -> Any:
+    """``value`` if every integer in it fits a signed 64-bit integer (torch, NumPy and JSON readers need it)."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, int) and not isinstance(item, bool) and not MIN_INT <= item <= MAX_INT:
+            shown = str(item) if item.bit_length() <= 96 else f"a number of about {int(item.bit_length() * 0.30103)} digits"
+            raise ValueError(f"{where}{shown} does not fit a 64-bit integer (at most {MAX_INT})")
+        if isinstance(item, (list, tuple)):
+            stack.extend((f"{where}item {i + 1}: ", child) for i, child in enumerate(item))
+        elif isinstance(item, dict):
+            stack.extend((f"{where}{printable(key)}: ", child) for key, child in item.items())
+    return value
+
+
+def _strip(annotation: Any) -> Any:
+    while typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    return annotation
+
+
+def _arms(annotation: Any) -> tuple[Any, ...]:
+    annotation = _strip(annotation)
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        return tuple(_strip(arm) for arm in typing.get_args(annotation))
+    return (annotation,)
+
+
+def _accepts_none(annotation: Any) -> bool:
+    return any(arm in (Any, object, type(None), None) for arm in _arms(annotation))
+
+
+def _takes_bool(annotation: Any) -> bool:
+    """Whether a boolean is a meant value of ``annotation`` (bool, Any, a Literal with True/False, ...)."""
+    for arm in _arms(annotation):
+        if arm in (bool, Any, object):
+            return True
+        if typing.get_origin(arm) is Literal and any(isinstance(v, bool) for v in typing.get_args(arm)):
+            return True
+    return False
+
+
+def _numeric(annotation: Any) -> bool:
+    """Whether some arm of ``annotation`` is a number pydantic would read a boolean as (int, float, Literal[1, 3])."""
+    for arm in _arms(annotation):
+        if isinstance(arm, type) and issubclass(arm, (int, float)) and arm is not bool:
+            return True
+        if typing.get_origin(arm) is Literal and any(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in typing.get_args(arm)):
+            return True
+    return False
+
+
+def _boolean_as_number(annotation: Any, value: Any) -> Optional[str]:
+    """``""`` (or ``"item N: "``) where ``value`` holds a boolean that ``annotation`` would read as a number."""
+    if isinstance(value, bool):
+        return "" if _numeric(annotation) and not _takes_bool(annotation) else None
+    if not isinstance(value, (list, tuple)):
+        return None
+    for arm in _arms(annotation):
+        origin, args = typing.get_origin(arm), typing.get_args(arm)
+        if origin in (list, set, frozenset) and args:
+            item_types = [args[0]] * len(value)
+        elif origin is tuple and args:
+            item_types = [args[0]] * len(value) if (len(args) == 2 and args[1] is Ellipsis) else list(args)
+        else:
+            continue
+        for index, (item_type, item) in enumerate(zip(item_types, value)):
+            if _boolean_as_number(item_type, item) is not None:
+                return f"item {index + 1}: "
+    return None
+
+
+def _first_bool(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return next((item for item in value if isinstance(item, bool)), value)
     return value
 
 
@@ -296,6 +452,9 @@ def validate_config(
     """Validate raw config data; raise :class:`ConfigError` naming every bad key."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{source}: the top level must be a mapping of sections, got {type(data).__name__}")
+    problem = check_data(data)
+    if problem is not None:
+        raise ConfigError(f"{source}: {problem}")
     trainer = data.get("trainer")
     if trainer is not None and not isinstance(trainer, str):
         raise ConfigError(f"{source}: trainer: must be a trainer name (got {trainer!r})")
@@ -308,9 +467,11 @@ def validate_config(
     absent = {name: {} for name, info in model.model_fields.items()
               if name not in data and isinstance(info.annotation, type) and issubclass(info.annotation, Section)}
     try:
-        return model.model_validate({**absent, **data}, context={"registry": registry})
+        config = model.model_validate({**absent, **data}, context={"registry": registry})
     except ValidationError as exc:
         raise ConfigError("\n".join(f"{source}: {line}" for line in describe_errors(exc, model))) from None
+    check_capabilities(config, registry, source)  # e.g. loop.nonfinite: skip needs a trainer that can skip
+    return config
 
 
 def describe_errors(exc: ValidationError, model: type[BaseModel], prefix: str = "") -> list[str]:
@@ -322,8 +483,11 @@ def describe_errors(exc: ValidationError, model: type[BaseModel], prefix: str = 
     lines = []
     for error in exc.errors(include_url=False):
         loc = [str(part) for part in error["loc"]]
-        path = ".".join(loc)
         message = error["msg"]
+        if error["type"] == KEYED_ERROR:
+            loc.append(str(error["ctx"]["key"]))
+            message = str(error["ctx"]["message"])
+        path = ".".join(loc)
         if message.startswith("Value error, "):
             message = message[len("Value error, "):]
         if error["type"] == "extra_forbidden":
@@ -333,7 +497,11 @@ def describe_errors(exc: ValidationError, model: type[BaseModel], prefix: str = 
             message = f"unknown key; {hint}allowed keys: {', '.join(allowed)}"
         elif error["type"] == "missing":
             message = "this key is required"
-        elif "input" in error and error["type"] not in {"value_error", "assertion_error"}:
+        elif error["type"] == "int_parsing_size":
+            message = f"too large: config integers fit 64 bits (at most {MAX_INT})"
+            shown = repr(error["input"])
+            message += f" (got {shown if len(shown) <= 30 else shown[:27] + '...'})"
+        elif "input" in error and error["type"] not in {"value_error", "assertion_error", KEYED_ERROR}:
             shown = repr(error["input"])
             message = f"{message} (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
         where = ".".join(part for part in (prefix, path) if part)
@@ -365,20 +533,43 @@ def allowed_keys(model: type[BaseModel], loc: list[str]) -> list[str]:
 
 # -- files and overrides -----------------------------------------------------
 def load_file(path: str | Path) -> dict[str, Any]:
-    """Read a YAML, TOML or JSON config file into a dict; errors name the file and line."""
+    """Read a YAML, TOML or JSON config file into a dict; errors name the file and line.
+
+    YAML is read strictly (:mod:`nectargan_core.strict_yaml`); in every format a
+    key given twice is an error, and the file's size, nesting and number of
+    values, and the characters of its text, are bounded (:mod:`nectargan_core.limits`).
+    """
+    data = parse_file(path)
+    problem = check_data(data)
+    if problem is not None:
+        raise ConfigError(f"{printable(path)}: {problem}")
+    return data
+
+
+def parse_file(path: str | Path) -> dict[str, Any]:
+    """:func:`load_file` without the checks of the text inside (for reading what is on disk, e.g. ``nectargan runs``)."""
     path = Path(path)
+    shown = printable(path)  # messages are one line each, whatever the file name holds
     if path.suffix.lower() not in CONFIG_SUFFIXES:
-        raise ConfigError(f"{path}: unsupported config format '{path.suffix}'; use .yaml, .yml, .toml or .json")
+        raise ConfigError(f"{shown}: unsupported config format '{printable(path.suffix)}'; use .yaml, .yml, .toml or .json")
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as stream:
+            raw = stream.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read config file: {exc}") from None
+        raise ConfigError(f"{shown}: config file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{shown}: cannot read config file: {exc.strerror or exc}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{shown}: config file larger than {MAX_CONFIG_BYTES // 1024} KiB; a config is a few "
+                          "kilobytes of settings (is this the right file?)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{shown}: cannot read config file: not UTF-8 text (byte {exc.start})") from None
     suffix = path.suffix.lower()
     try:
         if suffix == ".json":
-            data = json.loads(text) if text.strip() else {}
+            data = json.loads(text, object_pairs_hook=_unique_keys) if text.strip() else {}
         elif suffix == ".toml":
             try:
                 import tomllib
@@ -387,21 +578,40 @@ def load_file(path: str | Path) -> dict[str, Any]:
 
             data = tomllib.loads(text)
         else:
-            data = yaml.safe_load(text)
+            data = load_yaml(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+        raise ConfigError(f"{shown}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    except DuplicateKeyError as exc:
+        raise ConfigError(f"{shown}: invalid JSON: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        where = f"{shown}:{mark.line + 1}" if mark is not None else shown
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{where}: invalid YAML: {problem}") from None
-    except ValueError as exc:  # tomllib.TOMLDecodeError
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:  # the JSON and TOML parsers recurse once per level
+        raise ConfigError(f"{shown}: nested deeper than the parser can follow; a config nests a few levels") from None
+    except ValueError as exc:  # tomllib.TOMLDecodeError; an integer of more than 4300 digits in any format
+        kind = {".json": "JSON", ".toml": "TOML"}.get(suffix, "YAML")
+        problem = "a number has more than 4300 digits" if "4300 digits" in str(exc) else str(exc)[:200]
+        raise ConfigError(f"{shown}: invalid {kind}: {problem}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of sections, got {type(data).__name__}")
+        raise ConfigError(f"{shown}: the top level must be a mapping of sections, got {type(data).__name__}")
     return data
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object gives one key twice (json.loads would keep the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise DuplicateKeyError(f"duplicate key '{key}' in one object; keep one of them")
+        result[key] = value
+    return result
 
 
 KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_+\-]*(\.[A-Za-z_][A-Za-z0-9_+\-]*)*$")
@@ -421,9 +631,10 @@ def parse_override_value(raw: str) -> Any:
         return None
     if stripped[:1] in "[{":
         try:
-            return yaml.safe_load(stripped)
+            return load_yaml(stripped)
         except yaml.YAMLError as exc:
-            raise ConfigError(f"--set value {raw!r} is not valid YAML: {exc}") from None
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise ConfigError(f"--set value {raw!r} is not valid YAML: {problem}") from None
     return raw
 
 
@@ -470,13 +681,17 @@ def load_config(
         label = "defaults"
     else:
         data = load_file(source)
-        label = str(source)
+        label = printable(source)
+    problem = check_data(data)
+    if problem is not None:  # before the overrides copy it: nothing deep or huge is walked twice
+        raise ConfigError(f"{label}: {problem}")
     data = apply_overrides(data, overrides)
     return validate_config(data, registry, source=label)
 
 
 def dump_yaml(data: Mapping[str, Any]) -> str:
-    return yaml.safe_dump(dict(data), sort_keys=False, default_flow_style=False)
+    """YAML text of ``data`` that :func:`load_file` reads back unchanged (e.g. a run's config.yaml)."""
+    return dump_yaml_text(dict(data), sort_keys=False, default_flow_style=False)
 
 
 def starter_yaml(model: type[BaseModel], values: Mapping[str, Any] | None = None,
@@ -506,7 +721,7 @@ def _constructible(model: type[BaseModel]) -> bool:
 
 
 def _flow(value: Any) -> str:
-    rendered = yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()
+    rendered = dump_yaml_text(value, default_flow_style=True, width=10**6).strip()
     if rendered.endswith("\n..."):
         rendered = rendered[: -len("\n...")]
     return rendered.removesuffix("...").strip()

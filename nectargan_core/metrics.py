@@ -83,7 +83,9 @@ def read_metrics(path: str | Path, kind: str | None = None) -> Iterator[dict[str
                 break  # being written right now
             try:
                 record = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
+            if not isinstance(record, dict):
+                continue  # not a record (another tool, a damaged line)
             if kind is None or record.get("kind") == kind:
                 yield record

@@ -179,7 +179,12 @@ class Run:
         chosen = dist.broadcast(str(chosen))
         if loaded is None:
             loaded = load_checkpoint(chosen)
-        return cls(resolved, run_dir, plugins=plugins, host=host, checkpoint=loaded, dist=dist)
+        try:
+            return cls(resolved, run_dir, plugins=plugins, host=host, checkpoint=loaded, dist=dist)
+        except CheckpointError as exc:  # restoring failed (a missing entry): name the file
+            if str(exc).startswith(str(chosen)):
+                raise
+            raise CheckpointError(f"{chosen}: {exc}") from None
 
     # -- using -----------------------------------------------------------
     @property

@@ -25,6 +25,7 @@ from typing import Any, Iterator
 
 from .atomic import atomic_write_text, remove_stale_temps
 from .errors import RunDirError
+from .text import printable
 
 VERSION_PATTERN = re.compile(r"^version_(\d+)$")
 CHECKPOINT_PATTERN = re.compile(r"^epoch(\d+)-step(\d+)\.pt$")
@@ -99,10 +100,10 @@ class RunDir:
         """An existing run directory, or a one-line error saying what is wrong."""
         path = Path(path)
         if not path.is_dir():
-            raise RunDirError(f"{path}: run directory not found")
+            raise RunDirError(f"{printable(path)}: run directory not found")
         run = cls(path)
         if not run.config_file.is_file():
-            raise RunDirError(f"{path}: not a NectarGAN run directory (no config.yaml)")
+            raise RunDirError(f"{printable(path)}: not a NectarGAN run directory (no config.yaml)")
         return run
 
     # -- status ------------------------------------------------------------
@@ -167,7 +168,7 @@ class RunDir:
         """
         removed = [p for folder in (self.path, self.checkpoints, self.examples) for p in remove_stale_temps(folder)]
         if removed:
-            names = ", ".join(str(p.relative_to(self.path)) for p in removed)
+            names = ", ".join(printable(p.relative_to(self.path)) for p in removed)
             print(f"removed {len(removed)} temp file(s) left by an interrupted write: {names}", file=sys.stderr)
         return removed
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
 
 import torch
 
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import load_checkpoint, restoring, save_checkpoint
 from .device import rng_state, seed_everything, set_rng_state
 from .distributed import Distributed, first_line
 from .errors import CheckpointError, NectarGANError, PluginError, TrainingError
@@ -40,6 +40,10 @@ class Trainer:
     #: the val split, and returns the metrics of the whole split (reduced across processes);
     #: False when rank 0 validates alone and the others receive its results.
     distributed_validation: ClassVar[bool] = False
+    #: Core options this trainer implements in its step (see ``nectargan_core.capabilities``), e.g.
+    #: ``"nonfinite_skip"`` for ``loop.nonfinite: skip``; a config asking for one it lacks is refused.
+    #: Declaring ``kit = TrainerKit()`` in the class body adds the kit's.
+    capabilities: ClassVar[frozenset[str]] = frozenset()
     #: What the columns of the trainer's example grids show, left to right (the report labels them).
     example_columns: ClassVar[tuple[str, ...]] = ()
 
@@ -151,10 +155,12 @@ class Trainer:
         missing = [name for name in self.stateful if name not in state]
         if missing:
             raise CheckpointError(
-                f"checkpoint has no state for {', '.join(missing)}; it was written by a different trainer or config"
+                f"checkpoint has no state for {', '.join(map(repr, missing))}; "
+                "it was written by a different trainer or config"
             )
         for name, obj in self.stateful.items():
-            obj.load_state_dict(state[name])
+            with restoring(f"'{name}'"):
+                obj.load_state_dict(state[name])
 
     def learning_rates(self) -> dict[str, float]:
         """Current learning rate of each tracked optimizer (first param group)."""
@@ -339,8 +345,9 @@ class Trainer:
 
         These are the user's to fix, so the CLI shows one line instead of a traceback.
         """
-        if isinstance(exc, torch.OutOfMemoryError) or (
-            isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+        if isinstance(exc, torch.OutOfMemoryError) or (  # CPU: "DefaultCPUAllocator: can't allocate memory"
+            isinstance(exc, RuntimeError) and any(words in str(exc).lower()
+                                                  for words in ("out of memory", "can't allocate memory"))
         ):
             return TrainingError(
                 f"out of memory on {self.device} at step {self.global_step + 1}: "
@@ -715,10 +722,14 @@ class Trainer:
         """Restore the whole state from a checkpoint path (or a loaded checkpoint dict)."""
         self.prepare()
         checkpoint = source if isinstance(source, Mapping) else load_checkpoint(source)
-        if checkpoint.get("trainer") != self.name:
-            raise CheckpointError(
-                f"checkpoint was written by trainer '{checkpoint.get('trainer')}', not '{self.name}'"
-            )
+        with restoring(None if isinstance(source, Mapping) else str(source)):  # a missing entry: one line
+            if checkpoint["trainer"] != self.name:
+                raise CheckpointError(
+                    f"checkpoint was written by trainer '{checkpoint.get('trainer')}', not '{self.name}'"
+                )
+            return self._restore(checkpoint)
+
+    def _restore(self, checkpoint: Mapping[str, Any]) -> dict[str, Any]:
         self.load_state_dict(checkpoint["state"])
         self.epochs_done = self.epoch = int(checkpoint["epoch"])
         self.global_step = int(checkpoint["global_step"])

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
+from ..atomic import atomic_write_text, describe_os_error
 from ..config import build_config_model, derived_keys, dump_yaml, load_config, starter_yaml, validate_config
-from ..errors import ConfigError
+from ..errors import ConfigError, NectarGANError
 from ..plugins import get_plugins
 from .options import all_overrides, config_options
 
@@ -63,7 +64,7 @@ def schema(trainer: str | None) -> None:
 
 @config_group.command("init")
 @click.option("-o", "--output", metavar="FILE", default=None, type=click.Path(dir_okay=False),
-              help="Write to FILE instead of printing.")
+              help="Write to FILE instead of printing (missing folders are created).")
 @click.option("--trainer", metavar="NAME", default=None, help="Include this trainer's sections.")
 @click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
 def init(output: str | None, trainer: str | None, force: bool) -> None:
@@ -88,5 +89,12 @@ def init(output: str | None, trainer: str | None, force: bool) -> None:
     path = Path(output)
     if path.exists() and not force:
         raise ConfigError(f"{path}: already exists; use --force to overwrite it")
-    path.write_text(text, encoding="utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, text)
+    except OSError as exc:
+        problem = describe_os_error(exc)
+        if problem is None:
+            raise
+        raise NectarGANError(f"cannot write the config: {problem}") from None
     click.echo(f"wrote {path}")

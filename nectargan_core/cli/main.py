@@ -1,7 +1,10 @@
 """The ``nectargan`` command group and its error handling.
 
 Every :class:`~nectargan_core.errors.NectarGANError` becomes ``error: <line>``
-on stderr and a non-zero exit, with no traceback.
+on stderr and a non-zero exit, with no traceback. So does a fault of the
+machine that no command turned into one (a full, read-only or size-limited
+disk, a path through a file; see :func:`~nectargan_core.atomic.describe_os_error`):
+it is the user's to fix, whichever command met it.
 """
 
 from __future__ import annotations
@@ -11,8 +14,10 @@ import sys
 import click
 
 from .. import __version__
+from ..atomic import describe_os_error
 from ..errors import NectarGANError
 from ..plugins import get_plugins
+from ..text import printable
 from .config_cmd import config_group
 from .plugins_cmd import plugins_group
 from .train_cmd import train_command
@@ -40,8 +45,9 @@ cli.add_command(train_command)
 
 
 def report(error: NectarGANError) -> int:
+    """Print ``error`` as ``error:`` lines; names read from disk may hold escape sequences, so they are shown escaped."""
     for line in str(error).splitlines() or [type(error).__name__]:
-        click.echo(f"error: {line}", err=True)
+        click.echo(f"error: {printable(line)}", err=True)
     return error.exit_code
 
 
@@ -65,3 +71,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(error.exit_code)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
+    except (OSError, RuntimeError) as error:  # RuntimeError: torch reports a failed write() as one
+        line = describe_os_error(error)
+        if line is None:
+            raise
+        sys.exit(report(NectarGANError(line)))

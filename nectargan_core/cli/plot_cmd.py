@@ -7,14 +7,16 @@ from pathlib import Path
 import click
 
 from ..errors import RunDirError
+from ..limits import SMOOTH_OPTION
 from ..rundir import RunDir
+from ..text import printable
 
 
 @click.command("plot")
 @click.argument("run_dir", metavar="RUN_DIR")
 @click.option("-o", "--output", "out_dir", metavar="DIR", default=None,
               help="Folder for the PNG files (default: RUN_DIR/plots).")
-@click.option("--smooth", metavar="N", type=click.IntRange(min=1), default=10, show_default=True,
+@click.option("--smooth", metavar="N", type=SMOOTH_OPTION, default=10, show_default=True,
               help="Moving average over N logging intervals drawn over the raw curve (1: raw only).")
 @click.option("--details", is_flag=True, help="Also plot dotted detail keys such as G/l1.raw and D/gan_d.weight.")
 def plot_command(run_dir: str, out_dir: str | None, smooth: int, details: bool) -> None:
@@ -38,4 +40,4 @@ def plot_command(run_dir: str, out_dir: str | None, smooth: int, details: bool) 
     if not plots:
         raise RunDirError(f"{run.path}: no metrics yet; plot again after the first logging interval")
     for path in write_plots(plots, Path(out_dir) if out_dir else run.path / "plots"):
-        click.echo(f"wrote {path}")
+        click.echo(f"wrote {printable(path)}")

@@ -6,13 +6,15 @@ from pathlib import Path
 
 import click
 
+from ..limits import SMOOTH_OPTION
 from ..rundir import RunDir
+from ..text import printable
 
 
 @click.command("report")
 @click.argument("run_dir", metavar="RUN_DIR")
 @click.option("-o", "--output", metavar="FILE", default=None, help="Where to write (default: RUN_DIR/report.html).")
-@click.option("--smooth", metavar="N", type=click.IntRange(min=1), default=10, show_default=True,
+@click.option("--smooth", metavar="N", type=SMOOTH_OPTION, default=10, show_default=True,
               help="Moving average over N logging intervals in the loss plots (1: raw only).")
 @click.option("--max-examples", metavar="N", type=click.IntRange(min=0), default=24, show_default=True,
               help="Embed at most N example grids, evenly spaced over the epochs (0: all).")
@@ -39,4 +41,4 @@ def report_command(run_dir: str, output: str | None, smooth: int, max_examples: 
     run = RunDir.open(run_dir)
     path = write_report(run, Path(output) if output else None, smooth=smooth, max_examples=max_examples,
                         test_images=test_images)
-    click.echo(f"wrote {path}")
+    click.echo(f"wrote {printable(path)}")

@@ -10,16 +10,19 @@ import click
 
 from ..errors import RunDirError
 from ..reporting.runs import RunSummary, list_runs
+from ..text import printable
 
 HEADER = ("RUN", "STATUS", "EPOCHS", "STEPS", "BEST", "LATEST CHECKPOINT")
 
 
 def row(summary: RunSummary) -> tuple[str, ...]:
+    """The table cells of one run; everything comes from files on disk, so escape sequences are shown escaped."""
     epochs = f"{summary.epochs}/{summary.epochs_total}" if summary.epochs_total else str(summary.epochs)
     best = (f"{summary.best_metric} {summary.best_value:.4g}"
             if summary.best_metric and summary.best_value is not None else "-")
     latest = str(summary.latest_checkpoint) if summary.latest_checkpoint else "-"
-    return summary.label, summary.status_text, epochs, str(summary.steps), best, latest
+    cells = (summary.label, summary.status_text, epochs, str(summary.steps), best, latest)
+    return tuple(printable(cell) for cell in cells)
 
 
 def columns(rows: Sequence[Sequence[str]]) -> list[str]:
@@ -44,11 +47,12 @@ def runs_command(directory: str, as_json: bool) -> None:
       nectargan runs experiments/ --json
     """
     if not Path(directory).is_dir():
-        raise RunDirError(f"{directory}: folder not found; runs are written under run.output_dir (default: runs)")
+        raise RunDirError(f"{printable(directory)}: folder not found; runs are written under run.output_dir "
+                          "(default: runs)")
     summaries = list(list_runs(directory))
     if as_json:
         click.echo(json.dumps([s.as_dict() for s in summaries], indent=2))
     elif not summaries:
-        click.echo(f"no runs under {directory} (runs live in {directory}/NAME/version_N)")
+        click.echo(printable(f"no runs under {directory} (runs live in {directory}/NAME/version_N)"))
     else:
         click.echo("\n".join(columns([HEADER, *map(row, summaries)])))

@@ -7,6 +7,8 @@ import sys
 import click
 
 from ..errors import ConfigError
+from ..limits import PROCESSES_OPTION
+from ..text import printable
 from .options import all_overrides, config_options
 
 
@@ -21,7 +23,7 @@ from .options import all_overrides, config_options
               help="Start a new run from these network weights (fine-tuning; not a resume).")
 @click.option("--output-dir", metavar="DIR", default=None,
               help="With --resume latest[:NAME]: where to look for runs (default: runs).")
-@click.option("--nproc", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("--nproc", type=PROCESSES_OPTION, default=None, metavar="N",
               help="Train data-parallel in N processes on this machine (through torchrun's agent).")
 @click.option("--max-restarts", type=click.IntRange(min=0), default=0, show_default=True,
               help="With --nproc: restart the processes this often after a failure (each restart resumes).")
@@ -76,16 +78,16 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
             f" (the most recently updated run{f' named {name!r}' if name else ''} under {output_dir or 'runs'})")
         if run.finished:
             if say:
-                click.echo(f"{run.dir}{picked}: {already_finished(run.trainer)}", err=True)
+                click.echo(f"{printable(run.dir)}{picked}: {already_finished(run.trainer)}", err=True)
             run.close()
             return
         if say:
-            click.echo(f"resuming {run.dir}{picked} at {run.trainer.position_text()}" + _processes(run), err=True)
+            click.echo(f"resuming {printable(run.dir)}{picked} at {run.trainer.position_text()}" + _processes(run), err=True)
     else:
         run = Run.create(config_file, overrides=all_overrides(overrides, trainer))
         say = run.trainer.is_main
         if say:
-            click.echo(f"run directory: {run.dir}" + _processes(run), err=True)
+            click.echo(f"run directory: {printable(run.dir)}" + _processes(run), err=True)
     with graceful_stop(run.trainer) as received:
         run.fit()
     run.close()  # only after a normal end: after a failure the process just exits
@@ -97,20 +99,20 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
     if received:
         click.echo(
             f"interrupted at {trainer_state.position_text()}; checkpoint saved. "
-            f"Resume with: nectargan train --resume {run.dir}", err=True)
+            f"Resume with: nectargan train --resume {printable(run.dir)}", err=True)
         sys.exit(EXIT_CODES.get(received[0], 1))
     if trainer_state.stop_reason is not None:
         click.echo(f"stopped early at {trainer_state.position_text()} ({trainer_state.stop_reason}); "
-                   f"results in {run.dir}", err=True)
+                   f"results in {printable(run.dir)}", err=True)
         return
     loop = trainer_state.config.loop
     if loop.max_steps is not None and trainer_state.global_step >= loop.max_steps \
             and trainer_state.epochs_done < loop.epochs:
         click.echo(f"finished: loop.max_steps={loop.max_steps} reached at {trainer_state.position_text()}; "
-                   f"results in {run.dir}", err=True)
+                   f"results in {printable(run.dir)}", err=True)
         return
     click.echo(f"finished: {trainer_state.epochs_done}/{loop.epochs} epochs, "
-               f"{trainer_state.global_step} steps; results in {run.dir}", err=True)
+               f"{trainer_state.global_step} steps; results in {printable(run.dir)}", err=True)
 
 
 def resume_target(resume: str) -> tuple[str, str | None]:

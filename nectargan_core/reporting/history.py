@@ -27,6 +27,23 @@ def to_float(value: Any) -> float:
         return math.nan
 
 
+def as_int(value: Any, default: int = 0) -> int:
+    """An integer from a status file or metrics record (any JSON value), else ``default``."""
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return default
+
+
+def section(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``record[key]`` if it is a mapping, else empty: a log written by another tool may hold anything."""
+    value = record.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
 def moving_average(values: Iterable[float], window: int) -> list[float]:
     """Trailing mean of the last ``window`` finite values, so one NaN does not blank the curve."""
     recent: deque[float] = deque(maxlen=max(1, window))
@@ -71,20 +88,20 @@ class History:
         """Training loss terms grouped by network: ``{"G": {"G/gan": Series, ...}, "D": {...}}``."""
         groups: dict[str, dict[str, Series]] = {}
         for record in self.of("train"):
-            for key, value in record.get("losses", {}).items():
+            for key, value in section(record, "losses").items():
                 if details or not is_detail(key):
                     groups.setdefault(network_of(key), {}).setdefault(key, Series()).add(train_x(record), value)
         return groups
 
     def repeated(self) -> dict[str, str]:
         """Loss terms equal to their network's total by construction, mapped to it (``D/gan_d`` -> ``D/total``)."""
-        return repeated_terms({key: None for record in self.of("train") for key in record.get("losses", {})})
+        return repeated_terms({key: None for record in self.of("train") for key in section(record, "losses")})
 
     def learning_rates(self) -> dict[str, Series]:
         """The learning rate of each optimizer over training."""
         curves: dict[str, Series] = {}
         for record in self.of("train"):
-            for name, value in record.get("lr", {}).items():
+            for name, value in section(record, "lr").items():
                 curves.setdefault(name, Series()).add(train_x(record), value)
         return curves
 
@@ -94,7 +111,7 @@ class History:
         curves: dict[str, Series] = {}
         for record in self.of("val"):
             x = locate(record)
-            for name, value in record.get("metrics", {}).items():
+            for name, value in section(record, "metrics").items():
                 curves.setdefault(name, Series()).add(x, value)
         return curves
 
@@ -123,7 +140,7 @@ class History:
 
     def best(self, metric: str, mode: str) -> float | None:
         """The best finite value of validation ``metric``, chosen the way best.pt is."""
-        values = [to_float(metric_value(record.get("metrics", {}), metric)) for record in self.of("val")]
+        values = [to_float(metric_value(section(record, "metrics"), metric)) for record in self.of("val")]
         finite = [value for value in values if math.isfinite(value)]
         if not finite:
             return None

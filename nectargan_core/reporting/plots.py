@@ -16,6 +16,7 @@ from typing import Any
 
 from ..atomic import atomic_write
 from ..errors import RunDirError
+from ..text import printable
 from .history import History, Series, moving_average
 
 PANEL_SIZE = (4.8, 3.2)  # inches per subplot; at 100 dpi a 480x320 px panel
@@ -91,7 +92,7 @@ def validation_plot(curves: dict[str, Series]) -> Plot:
 def learning_rate_plot(curves: dict[str, Series]) -> Plot:
     figure, (ax,) = new_figure("learning rates", 1)
     for name, series in curves.items():
-        ax.plot(series.x, series.y, label=name, marker=single_point(series))
+        ax.plot(series.x, series.y, label=label(name), marker=single_point(series))
     style(ax, "")
     ax.legend(fontsize="small")
     return Plot("learning-rates", "learning rates", to_png(figure))
@@ -104,15 +105,20 @@ def new_figure(title: str, panels: int) -> tuple[Any, list[Any]]:
     columns = min(panels, MAX_COLUMNS)
     rows = math.ceil(panels / columns)
     figure = Figure(figsize=(PANEL_SIZE[0] * columns, PANEL_SIZE[1] * rows + 0.4), layout="constrained")
-    figure.suptitle(title)
+    figure.suptitle(label(title))
     axes = figure.subplots(rows, columns, squeeze=False).ravel().tolist()
     for unused in axes[panels:]:
         unused.set_visible(False)
     return figure, axes[:panels]
 
 
+def label(text: str) -> str:
+    """Text from the metrics log as matplotlib shows it literally: control characters escaped, no mathtext."""
+    return printable(text).replace("$", r"\$")
+
+
 def style(ax: Any, title: str) -> None:
-    ax.set_title(title, fontsize="medium")
+    ax.set_title(label(title), fontsize="medium")
     ax.set_xlabel("epoch")
     ax.grid(alpha=0.3)
 

@@ -31,7 +31,7 @@ from ..builtin.console import format_seconds
 from ..checkpoint import sidecar_path
 from ..errors import RunDirError
 from ..rundir import RunDir
-from .history import History, to_float
+from .history import History, as_int, section, to_float
 from .plots import Plot, render_plots
 from .runs import RunSummary, read_config, summarize
 from .timing import Timing, timing_of
@@ -293,8 +293,8 @@ def run_body(run: RunDir, summary: RunSummary, history: History) -> str:
     validations = history.of("val")
     if validations:
         last = validations[-1]
-        values = ", ".join(f"{k} {fmt(to_float(v))}" for k, v in last.get("metrics", {}).items())
-        rows.append((f"last validation (epoch {int(last.get('epoch', 0)) + 1})", values or "no metrics"))
+        values = ", ".join(f"{k} {fmt(to_float(v))}" for k, v in section(last, "metrics").items())
+        rows.append((f"last validation (epoch {as_int(last.get('epoch')) + 1})", values or "no metrics"))
     return table(rows)
 
 

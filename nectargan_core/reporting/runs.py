@@ -6,21 +6,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-import yaml
-
 from ..atomic import pid_alive
-from ..errors import RunDirError
+from ..config import parse_file
+from ..errors import ConfigError, RunDirError
 from ..rundir import VERSION_PATTERN, RunDir, iter_runs
-from .history import History
+from .history import History, as_int
 
 
 def read_config(run: RunDir) -> dict[str, Any]:
-    """The run's resolved config as plain data (no plugins needed to read it)."""
+    """The run's resolved config as plain data (no plugins needed to read it).
+
+    Read with the config reader's bounds, so a damaged or hostile config.yaml
+    (an alias bomb, deep nesting) is one error line, not a hang.
+    """
     try:
-        data = yaml.safe_load(run.config_file.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise RunDirError(f"{run.config_file}: cannot read the run's config: {exc}") from None
-    return data if isinstance(data, dict) else {}
+        return parse_file(run.config_file)
+    except ConfigError as exc:
+        raise RunDirError(f"cannot read the run's config: {exc}") from None
+
+
+def as_text(value: Any) -> str | None:
+    """A text field of a status file or config (any JSON value) as text, None for null."""
+    return None if value is None else str(value)
 
 
 def process_alive(pid: Any) -> bool:
@@ -91,12 +98,16 @@ def summarize(run: RunDir, history: History | None = None, config: Mapping[str, 
     history = history if history is not None else History.read(run.metrics_file)
     config = config if config is not None else read_config(run)
     status = run.read_status()
+    status = status if isinstance(status, dict) else {"status": "unknown"}
     state, note = effective_status(status)
-    checkpoint = config.get("checkpoint") or {}
-    best_metric = checkpoint.get("best_metric")
-    best_mode = checkpoint.get("best_mode", "min")
-    epochs = [int(r.get("epoch", -1)) + 1 for r in history.of("epoch")]
-    steps = [int(r.get("step", 0)) for r in history.of("train")]
+    checkpoint = config.get("checkpoint")
+    checkpoint = checkpoint if isinstance(checkpoint, dict) else {}
+    loop = config.get("loop")
+    loop = loop if isinstance(loop, dict) else {}
+    best_metric = as_text(checkpoint.get("best_metric"))
+    best_mode = "max" if checkpoint.get("best_mode") == "max" else "min"
+    epochs = [as_int(r.get("epoch"), -1) + 1 for r in history.of("epoch")]
+    steps = [as_int(r.get("step")) for r in history.of("train")]
     version = VERSION_PATTERN.match(run.path.name)
     return RunSummary(
         path=run.path,
@@ -104,17 +115,17 @@ def summarize(run: RunDir, history: History | None = None, config: Mapping[str, 
         version=int(version.group(1)) if version else None,
         status=state,
         note=note,
-        epochs=max([int(status.get("epoch") or 0), *epochs]),
-        epochs_total=(config.get("loop") or {}).get("epochs"),
-        steps=max([int(status.get("step") or 0), *steps]),
+        epochs=max([as_int(status.get("epoch")), *epochs]),
+        epochs_total=as_int(loop.get("epochs")) or None,
+        steps=max([as_int(status.get("step")), *steps]),
         best_metric=best_metric,
         best_mode=best_mode,
         best_value=history.best(best_metric, best_mode) if best_metric else None,
         latest_checkpoint=run.latest_checkpoint(),
         best_checkpoint=run.best_checkpoint if run.best_checkpoint.is_file() else None,
-        reason=status.get("reason"),
-        error=status.get("error"),
-        updated=status.get("updated"),
+        reason=as_text(status.get("reason")),
+        error=as_text(status.get("error")),
+        updated=status.get("updated") if isinstance(status.get("updated"), (int, float)) else None,
     )
 
 

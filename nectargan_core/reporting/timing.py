@@ -10,6 +10,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from .history import as_int
+
 Record = Mapping[str, Any]
 
 
@@ -57,7 +59,7 @@ def epoch_durations(session: list[Record]) -> list[tuple[int, float]]:
     durations, start = [], 0.0
     for record in session:
         if record.get("kind") == "epoch":
-            durations.append((int(record.get("epoch", -1)) + 1, record["elapsed"] - start))
+            durations.append((as_int(record.get("epoch"), -1) + 1, record["elapsed"] - start))
             start = record["elapsed"]
     return durations
 
@@ -66,7 +68,7 @@ def timing_of(records: Iterable[Record], batch_size: int | None = None) -> Timin
     """Speed, epoch durations and wall time of a run; ``batch_size`` turns s/iter into img/s."""
     sessions = sessions_of(records)
     rates = [rate for session in sessions for rate in interval_seconds_per_step(session)]
-    steps = sum(r.get("steps", 0) for session in sessions for r in session if r.get("kind") == "train")
+    steps = sum(as_int(r.get("steps")) for session in sessions for r in session if r.get("kind") == "train")
     wall = sum(session[-1]["elapsed"] for session in sessions)
     per_step = statistics.median(rates) if rates else None
     return Timing(

@@ -16,7 +16,8 @@ from nectargan_core.plugins import get_plugins
 from nectargan_models.cli import models_group
 
 NECTARGAN = Path(sys.executable).with_name("nectargan")
-PRESETS = {"unet_256": 54_413_955, "unet_128": 41_828_995, "patchgan_70": 2_768_705}
+PRESETS = {"unet_256": 54_413_955, "unet_128": 41_828_995, "patchgan_70": 2_768_705,
+           "resnet_9blocks": 11_378_179, "resnet_6blocks": 7_837_699, "pixelgan": 9_024}
 
 
 def invoke(*args: str):

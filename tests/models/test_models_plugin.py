@@ -11,14 +11,27 @@ import torch
 
 from nectargan_core.config import choice_of
 from nectargan_core.plugins import get_plugins
-from nectargan_models.options import PatchGANOptions, UNet128Options, UNet256Options, UNetOptions
+from nectargan_models.options import (
+    PatchGANOptions,
+    PixelGANOptions,
+    ResNet6Options,
+    ResNet9Options,
+    ResNetOptions,
+    UNet128Options,
+    UNet256Options,
+    UNetOptions,
+)
 
 REGISTERED = {
     "unet_256": ("generator", UNet256Options),
     "unet_128": ("generator", UNet128Options),
     "unet": ("generator", UNetOptions),
+    "resnet_9blocks": ("generator", ResNet9Options),
+    "resnet_6blocks": ("generator", ResNet6Options),
+    "resnet": ("generator", ResNetOptions),
     "patchgan_70": ("discriminator", PatchGANOptions),
     "patchgan": ("discriminator", PatchGANOptions),
+    "pixelgan": ("discriminator", PixelGANOptions),
 }
 
 
@@ -45,8 +58,10 @@ def test_factories_take_exactly_their_options(name):
     with torch.device("meta"):
         assert isinstance(factory(**defaults), torch.nn.Module)
         bare = factory()  # a bare name builds with the preset's defaults, not the generic ones
-    if name.startswith("unet"):
+    if name.startswith("unet") or name.startswith("resnet"):
         assert bare.depth == defaults["depth"]
+    if name.startswith("resnet"):
+        assert len(bare.blocks) == defaults["n_blocks"]
 
 
 def test_options_are_validated_and_filled_by_the_core_config():

@@ -123,7 +123,9 @@ def register_trainers(register):
 
 
 @pytest.mark.parametrize("error", ['torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")',
-                                   'RuntimeError("DefaultCPUAllocator: can\'t allocate memory: out of memory")'])
+                                   'RuntimeError("DefaultCPUAllocator: can\'t allocate memory: out of memory")',
+                                   # a real failed allocation (4 TiB): the CPU allocator's own words
+                                   'RuntimeError() if torch.empty(2**40) is None else None'])
 def test_out_of_memory_on_the_first_step_is_one_line(tmp_path, error):
     site = make_fake_dist(tmp_path / "site", "nectargan-hungry", "hungry_plugin", OOM_TRAINER.format(error=error))
     config = tmp_path / "oom.yaml"

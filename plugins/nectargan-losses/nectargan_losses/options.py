@@ -6,11 +6,12 @@ keeps ``nectargan --help`` and ``nectargan plugins list`` fast.
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import Field, ValidationInfo, field_validator
 
 from nectargan_core.config import ComponentChoice, Section, choice_of
+from nectargan_core.limits import MAX_IMAGE_SIDE, at_most
 
 ScheduleChoice = choice_of("schedule")
 
@@ -46,7 +47,8 @@ class SobelOptions(Section):
 
 
 class SSIMOptions(Section):
-    kernel_size: int = Field(11, ge=3, description="Window size (odd); used when gaussian is false")
+    kernel_size: Annotated[int, at_most(MAX_IMAGE_SIDE, "the window cannot be larger than the largest image")] = Field(
+        11, ge=3, description="Window size (odd); used when gaussian is false")
     sigma: float = Field(1.5, gt=0, description="Gaussian window standard deviation")
     gaussian: bool = Field(True, description="Gaussian window (true) or uniform window (false)")
 

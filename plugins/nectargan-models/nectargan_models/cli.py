@@ -1,4 +1,4 @@
-"""``nectargan models``: list every registered network and inspect one.
+"""``nectargan models``: list every registered network, inspect one, import reference weights.
 
 Imported by the plugin module at load time, so torch is imported only inside
 the command functions (through :mod:`nectargan_models.summary`).
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import types
+from pathlib import Path
 from typing import Any, Collection, Literal, Union, get_args, get_origin
 
 import click
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from nectargan_core.config import describe_errors, parse_override_value
 from nectargan_core.errors import ConfigError
+from nectargan_core.limits import IMAGE_SIDE_OPTION
 from nectargan_core.plugins import get_plugins
 from nectargan_core.registry import Component
 
@@ -64,7 +66,7 @@ def list_models(as_json: bool) -> None:
 @click.argument("name")
 @click.option("--set", "overrides", metavar="OPTION=VALUE", multiple=True,
               help="Set an option, e.g. --set norm=instance (repeatable).")
-@click.option("--input-size", type=click.IntRange(min=1), default=256, show_default=True,
+@click.option("--input-size", type=IMAGE_SIDE_OPTION, default=256, show_default=True,
               help="Square input side for the output size and, for discriminators, the logit map.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def show_model(name: str, overrides: tuple[str, ...], input_size: int, as_json: bool) -> None:
@@ -109,6 +111,52 @@ def show_model(name: str, overrides: tuple[str, ...], input_size: int, as_json: 
             table.append([option, info["type"], _text(info["value"]), _text(info["default"]), info["description"]])
         click.echo("options:")
         _echo_table(table, indent="  ")
+
+
+@models_group.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--arch", required=True, metavar="NAME",
+              help="The reference's --netG/--netD name (unet_256, unet_128, resnet_9blocks, resnet_6blocks, basic, "
+                   "n_layers, pixel) or one of our matching models (unet, resnet, patchgan, patchgan_70, pixelgan).")
+@click.option("--set", "overrides", metavar="OPTION=VALUE", multiple=True,
+              help="An architecture option of the model, e.g. --set norm=instance (repeatable).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="The checkpoint to write.")
+@click.option("--into", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Instead of -o: add the network to a checkpoint written by an earlier import (replacing the "
+                   "network of the same role), e.g. a discriminator next to its generator.")
+@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+def import_model(file: Path, arch: str, overrides: tuple[str, ...], output: Path | None, into: Path | None,
+                 force: bool) -> None:
+    """Turn a pix2pix/CycleGAN reference state dict into a NectarGAN checkpoint.
+
+    FILE is a network saved by pytorch-CycleGAN-and-pix2pix (latest_net_G.pth,
+    latest_net_G_A.pth, latest_net_D.pth, ...). The file does not record the
+    architecture: give the reference's --netG/--netD as --arch and its other
+    options with --set (norm, ngf/ndf, n_layers, dropout, channels). Every
+    tensor is mapped and checked; a file that does not fit says which option
+    is probably wrong. The checkpoint works with predict, test, export and
+    train --init-from.
+
+    \b
+    Examples:
+      nectargan models import latest_net_G.pth --arch unet_256 -o facades.pt
+      nectargan models import latest_net_G_A.pth --arch resnet_9blocks --set norm=instance -o horse2zebra.pt
+      nectargan models import latest_net_D.pth --arch basic --into facades.pt
+    """
+    if (output is None) == (into is None):
+        raise click.UsageError("give either -o OUTPUT (a new checkpoint) or --into CHECKPOINT (an earlier import)")
+    from nectargan_core.checkpoint import load_checkpoint
+
+    from .importing import import_reference, write_checkpoint
+
+    earlier = load_checkpoint(into) if into is not None else None
+    imported = import_reference(file, arch, overrides, into=earlier, into_name=str(into))
+    written = write_checkpoint(imported, output or into, force=force or into is not None)
+    click.echo(imported.summary())
+    networks = " and ".join(imported.payload["state"])
+    use = "predict, test, export or train --init-from" if "generator" in imported.payload["state"] \
+        else "train --init-from"
+    click.echo(f"wrote {written} ({networks}); use it with nectargan {use}")
 
 
 def resolve_options(component: Component, overrides: tuple[str, ...] | list[str]) -> dict[str, Any]:

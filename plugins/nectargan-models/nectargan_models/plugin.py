@@ -9,7 +9,16 @@ from __future__ import annotations
 from nectargan_core import hookimpl
 
 from .cli import models_group
-from .options import PatchGANOptions, UNet128Options, UNet256Options, UNetOptions
+from .options import (
+    PatchGANOptions,
+    PixelGANOptions,
+    ResNet6Options,
+    ResNet9Options,
+    ResNetOptions,
+    UNet128Options,
+    UNet256Options,
+    UNetOptions,
+)
 
 
 @hookimpl
@@ -20,10 +29,21 @@ def register_models(register):
              description="Reference pix2pix UNet for 128x128 images: 7 downsamplings, 41.8M parameters")
     register("unet", "nectargan_models.unet:build_unet", options=UNetOptions, role="generator",
              description="Configurable UNet: depth, widths, norm, residual blocks, resize-conv upsampling")
+    register("resnet_9blocks", "nectargan_models.resnet:build_resnet_9blocks", options=ResNet9Options,
+             role="generator",
+             description="Reference CycleGAN ResNet, 9 residual blocks (256x256 images), 11.4M parameters")
+    register("resnet_6blocks", "nectargan_models.resnet:build_resnet_6blocks", options=ResNet6Options,
+             role="generator",
+             description="Reference CycleGAN ResNet, 6 residual blocks (128x128 images), 7.8M parameters")
+    register("resnet", "nectargan_models.resnet:build_resnet", options=ResNetOptions, role="generator",
+             description="Configurable ResNet generator: blocks, downsamplings, norm, padding, resize-conv upsampling")
     register("patchgan_70", "nectargan_models.patchgan:build_patchgan", options=PatchGANOptions,
              role="discriminator", description="Reference pix2pix PatchGAN: 70x70 patches, 30x30 logits at 256")
     register("patchgan", "nectargan_models.patchgan:build_patchgan", options=PatchGANOptions,
              role="discriminator", description="Configurable PatchGAN: layers, widths, batch/instance/spectral norm")
+    register("pixelgan", "nectargan_models.pixelgan:build_pixelgan", options=PixelGANOptions,
+             role="discriminator",
+             description="Reference pix2pix PixelGAN (--netD pixel): 1x1 convs, one logit per pixel")
 
 
 @hookimpl

@@ -13,10 +13,16 @@ from typing import Optional
 
 import click
 
+from nectargan_core.limits import IMAGE_SIDE_OPTION, SEED_OPTION, BoundedInt
+
 from .data.errors import DatasetError
 
 DirPath = click.Path(file_okay=False, path_type=Path)
 Fraction = click.FloatRange(0.0, 1.0, max_open=True)
+#: Synthetic scenes are drawn at 4x supersampling: 2048 pixels take about 1 GB of memory and 15 s per pair.
+SYNTH_SIDE = BoundedInt(16, 2048, "scenes are drawn at 4x supersampling, and a 2048-pixel pair already takes "
+                                  "about 1 GB of memory and 15 s")
+SYNTH_COUNT = BoundedInt(1, 100_000, "a synthetic set is for trying things out; use real data for more")
 
 
 @click.group("data")
@@ -26,10 +32,10 @@ def data_group() -> None:
 
 @data_group.command("synth")
 @click.argument("out_dir", type=DirPath)
-@click.option("--count", type=click.IntRange(min=1), default=200, show_default=True, help="Pairs over all splits.")
-@click.option("--size", type=click.IntRange(min=16), default=64, show_default=True,
-              help="Side of A and of B in pixels (files are twice as wide).")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Same seed, same bytes.")
+@click.option("--count", type=SYNTH_COUNT, default=200, show_default=True, help="Pairs over all splits (at most 100000).")
+@click.option("--size", type=SYNTH_SIDE, default=64, show_default=True,
+              help="Side of A and of B in pixels, 16 to 2048 (files are twice as wide).")
+@click.option("--seed", type=SEED_OPTION, default=0, show_default=True, help="Same seed, same bytes.")
 @click.option("--val", type=Fraction, default=0.1, show_default=True, help="Fraction of pairs for val/.")
 @click.option("--test", type=Fraction, default=0.1, show_default=True, help="Fraction of pairs for test/.")
 def synth(out_dir: Path, count: int, size: int, seed: int, val: float, test: float) -> None:
@@ -50,7 +56,7 @@ def synth(out_dir: Path, count: int, size: int, seed: int, val: float, test: flo
 @click.argument("a_dir", type=DirPath)
 @click.argument("b_dir", type=DirPath)
 @click.argument("out_dir", type=DirPath)
-@click.option("--size", type=click.IntRange(min=1), default=None, help="Resize A and B to SIZE x SIZE.")
+@click.option("--size", type=IMAGE_SIDE_OPTION, default=None, help="Resize A and B to SIZE x SIZE (at most 8192).")
 def pair(a_dir: Path, b_dir: Path, out_dir: Path, size: Optional[int]) -> None:
     """Join same-named images of A_DIR and B_DIR into aligned A|B PNGs in OUT_DIR.
 
@@ -71,7 +77,7 @@ def pair(a_dir: Path, b_dir: Path, out_dir: Path, size: Optional[int]) -> None:
 @click.argument("directory", type=DirPath)
 @click.option("--val", type=Fraction, default=0.1, show_default=True, help="Fraction for val/.")
 @click.option("--test", type=Fraction, default=0.1, show_default=True, help="Fraction for test/.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the assignment.")
+@click.option("--seed", type=SEED_OPTION, default=0, show_default=True, help="Seed of the assignment.")
 @click.option("--copy", is_flag=True, help="Copy the files instead of moving them.")
 def split(directory: Path, val: float, test: float, seed: int, copy: bool) -> None:
     """Distribute the images of a flat DIRECTORY (or its A/ and B/) into train/, val/ and test/.
@@ -131,17 +137,22 @@ def check(directory: Path, layout: str, quick: bool) -> None:
 
 @data_group.command("download")
 @click.argument("name")
-@click.option("--url", default=None, help="Download from this URL instead (a mirror, or a local archive).")
+@click.option("--url", default=None, help="Download from this URL instead (a mirror; or a local archive: "
+                                          "file:// URL or path).")
 @click.option("--dest", type=DirPath, default=Path("datasets"), show_default=True,
               help="Folder that receives the dataset folder.")
 @click.option("--sha256", "sha256", default=None, metavar="HEX", help="Expected SHA-256 of the archive.")
-def download(name: str, url: Optional[str], dest: Path, sha256: Optional[str]) -> None:
+@click.option("--deadline", type=click.FloatRange(min=0, min_open=True), default=6 * 3600, show_default=True,
+              metavar="SECONDS", help="Give up a download that takes longer than this.")
+def download(name: str, url: Optional[str], dest: Path, sha256: Optional[str], deadline: float) -> None:
     """Download a public pix2pix dataset and extract it safely into DEST/NAME.
 
     NAME is one of cityscapes, edges2handbags, edges2shoes, facades, maps,
-    night2day (from the pix2pix authors' server), or any name with --url.
-    The server publishes no checksums: the SHA-256 of the download is printed
-    so that later downloads can be pinned with --sha256.
+    night2day (from the pix2pix authors' server, over HTTPS), or any name with
+    --url. The server publishes no checksums: the SHA-256 of the download is
+    printed so that later downloads can be pinned with --sha256. Only plain
+    files and folders are extracted (an archive with links, devices or names
+    leaving DEST is refused), and the dataset folder appears only when complete.
 
     \b
     Examples:
@@ -151,12 +162,15 @@ def download(name: str, url: Optional[str], dest: Path, sha256: Optional[str]) -
     """
     import re
 
-    from .data.download import download_dataset
+    from .data.download import download_dataset, plain_http
 
     if sha256 is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
         raise click.BadParameter("must be 64 hexadecimal digits", param_hint="--sha256")
+    if url is not None and sha256 is None and plain_http(url):
+        click.echo(f"warning: {url} is plain HTTP and no --sha256 is given: nothing proves the archive "
+                   "was not changed on the way", err=True)
     interactive = sys.stderr.isatty()
-    folder, digest = download_dataset(name, dest, url=url, sha256=sha256,
+    folder, digest = download_dataset(name, dest, url=url, sha256=sha256, deadline=deadline,
                                       progress=_show_progress if interactive else None)
     if interactive:
         click.echo(err=True)

@@ -9,7 +9,15 @@ loading the saved file back. A difference above the tolerance is an error.
 
 Next to the export, ``<file>.json`` records what a pipeline needs to call it:
 input and output names and shapes, channels, the [-1, 1] value range,
-the size multiple, the checkpoint and epoch, and the parity result.
+the size multiple, the checkpoint and epoch, the parity result, and the
+export's size and SHA-256.
+
+The export is written, checked and described in a temp folder beside the
+target, then moved into place: the old sidecar is removed first and the new
+one moved in last (:func:`~nectargan_core.atomic.commit_files`). A process
+killed at any point leaves the previous export (with or without its sidecar)
+or the new one, never a partial file, nor a sidecar beside a file it does not
+describe. A full or read-only disk is one line, and the previous export stays.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +33,8 @@ from typing import Any, Iterator, Literal, Optional
 
 import torch
 
-from nectargan_core.atomic import atomic_write_text
+from nectargan_core.atomic import commit_files, describe_os_error, staging
+from nectargan_core.checkpoint import sha256_of
 from nectargan_core.errors import NectarGANError
 
 from .inference import LoadedGenerator, load_generator, run_dir_of
@@ -94,7 +104,6 @@ def export_generator(target: str | Path, which: str = "latest", *, fmt: Format =
         run_dir_of(generator.checkpoint) / "export" / f"{generator.tag}{SUFFIXES[fmt]}")
     if path.is_dir():
         raise ExportError(f"{path}: is a folder; give -o a file name")
-    path.parent.mkdir(parents=True, exist_ok=True)
 
     in_channels = generator.channels[0]
     random = torch.Generator().manual_seed(0)
@@ -103,20 +112,39 @@ def export_generator(target: str | Path, which: str = "latest", *, fmt: Format =
         return torch.rand(n, in_channels, height, width, generator=random) * 2 - 1
 
     model = generator.model.eval()
-    if fmt == "onnx":
-        opset = export_onnx(model, batch(2), path, opset)
-        parity = onnx_parity(model, path, [batch(n) for n in PARITY_BATCHES], tolerance)
-    else:
-        export_torchscript(model, batch(2), path)
-        parity = torchscript_parity(model, path, [batch(n) for n in PARITY_BATCHES], tolerance)
-
     sidecar = path.with_name(path.name + ".json")
-    atomic_write_text(sidecar, json.dumps(
-        describe(generator, path, fmt, (height, width), opset if fmt == "onnx" else None, parity), indent=2) + "\n")
+    try:
+        with staging(path) as stage:
+            staged = stage / path.name
+            if fmt == "onnx":
+                opset = export_onnx(model, batch(2), staged, opset)
+                parity = onnx_parity(model, staged, [batch(n) for n in PARITY_BATCHES], tolerance, label=path)
+            else:
+                export_torchscript(model, batch(2), staged)
+                parity = torchscript_parity(model, staged, [batch(n) for n in PARITY_BATCHES], tolerance)
+            record = describe(generator, path, fmt, (height, width), opset if fmt == "onnx" else None, parity)
+            record.update(size=staged.stat().st_size, sha256=sha256_of(staged))
+            (stage / sidecar.name).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+            extra = sorted(name for name in os.listdir(stage) if name not in (path.name, sidecar.name))
+            commit_files(stage, path.parent, [*extra, path.name], sidecar.name)  # e.g. ONNX external data first
+    except (OSError, RuntimeError) as exc:
+        problem = describe_os_error(exc, with_file=False) or _write_failure(exc)
+        if problem is None:
+            raise
+        raise ExportError(f"{path}: cannot write the export: {problem} (any previous export there is unchanged)") \
+            from None
     if parity.passed is False:
         raise ExportError(f"parity check failed: max |export - pytorch| = {parity.max_abs_diff:.3g} is above the "
                           f"tolerance {tolerance:g}; {path} does not reproduce the model")
     return ExportReport(path, sidecar, fmt, (height, width), parity, generator.label)
+
+
+def _write_failure(exc: BaseException) -> Optional[str]:
+    """The first line of a C++ writer's error (``PytorchStreamWriter failed writing file``) that has no OSError."""
+    text = str(exc)
+    if isinstance(exc, RuntimeError) and ("write" in text.lower() and "fail" in text.lower()):
+        return text.strip().splitlines()[0]
+    return None
 
 
 def export_onnx(model: torch.nn.Module, example: torch.Tensor, path: Path, opset: int) -> int:
@@ -146,9 +174,16 @@ def quiet_jit() -> Iterator[None]:
 
 
 def export_torchscript(model: torch.nn.Module, example: torch.Tensor, path: Path) -> None:
-    """Trace ``model`` (eval mode) and save it; the trace works for any batch size."""
+    """Trace ``model`` (eval mode) and save it; the trace works for any batch size.
+
+    Saved through a Python file object, so a failed write is an OSError (with its errno), not a C++ error.
+    """
     with quiet_jit():
-        torch.jit.save(torch.jit.trace(model, example, check_trace=False), str(path))
+        traced = torch.jit.trace(model, example, check_trace=False)
+        with open(path, "wb") as handle:
+            torch.jit.save(traced, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
 
 
 def max_difference(outputs: list[torch.Tensor], expected: list[torch.Tensor]) -> float:
@@ -160,7 +195,9 @@ def run_model(model: Any, batches: list[torch.Tensor]) -> list[torch.Tensor]:
         return [model(batch) for batch in batches]
 
 
-def onnx_parity(model: torch.nn.Module, path: Path, batches: list[torch.Tensor], tolerance: float) -> Parity:
+def onnx_parity(model: torch.nn.Module, path: Path, batches: list[torch.Tensor], tolerance: float,
+                label: Optional[Path] = None) -> Parity:
+    """Run the ONNX file at ``path`` with onnxruntime; errors name ``label`` (default ``path``)."""
     try:
         import onnxruntime
     except ImportError:
@@ -170,7 +207,8 @@ def onnx_parity(model: torch.nn.Module, path: Path, batches: list[torch.Tensor],
         outputs = [torch.from_numpy(session.run([OUTPUT], {INPUT: batch.numpy()})[0]) for batch in batches]
     except Exception as exc:  # noqa: BLE001 - onnxruntime reports load and run failures with many types
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ExportError(f"{path}: onnxruntime {onnxruntime.__version__} cannot run the export: {first}") from None
+        raise ExportError(f"{label or path}: onnxruntime {onnxruntime.__version__} cannot run the export: {first}") \
+            from None
     return Parity(f"onnxruntime {onnxruntime.__version__}", max_difference(outputs, run_model(model, batches)),
                   tolerance)
 

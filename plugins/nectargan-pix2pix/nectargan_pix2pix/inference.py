@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import torch
 
-from nectargan_core.checkpoint import load_checkpoint
+from nectargan_core.checkpoint import load_checkpoint, restoring
 from nectargan_core.config import CoreConfig, validate_config
 from nectargan_core.errors import CheckpointError
 from nectargan_core.plugins import get_plugins
@@ -107,17 +107,43 @@ def resolve_checkpoint(target: str | Path, which: str = "latest") -> Path:
 
 
 def load_generator(target: str | Path, which: str = "latest", *, device: str | torch.device = "cpu",
-                   registry: Registry | None = None) -> LoadedGenerator:
-    """The generator of a pix2pix checkpoint, in eval mode on ``device``."""
+                   registry: Registry | None = None, arch: str | None = None,
+                   arch_options: Sequence[str] = ()) -> LoadedGenerator:
+    """The generator of a pix2pix checkpoint, in eval mode on ``device``.
+
+    With ``arch``, ``target`` is a pix2pix/CycleGAN reference state dict instead,
+    mapped in memory as ``nectargan models import FILE --arch ARCH --set ...`` does
+    (``arch_options`` are its ``OPTION=VALUE`` settings).
+    """
     registry = registry or get_plugins().registry
-    path = resolve_checkpoint(target, which)
-    checkpoint = load_checkpoint(path)
-    if checkpoint.get("trainer") != "pix2pix" or "generator" not in checkpoint.get("state", {}):
-        raise CheckpointError(f"{path}: not a pix2pix checkpoint (trainer '{checkpoint.get('trainer')}')")
+    if arch is not None:
+        from nectargan_models.importing import import_reference
+
+        path = Path(target)
+        if path.is_dir():
+            raise CheckpointError(f"{path}: --arch takes a reference state dict file, not a folder")
+        checkpoint = import_reference(path, arch, arch_options, registry=registry, role="generator").payload
+    else:
+        path = resolve_checkpoint(target, which)
+        checkpoint = load_checkpoint(path)
+    networks = checkpoint.get("state") if isinstance(checkpoint.get("state"), Mapping) else {}
+    if checkpoint.get("trainer") != "pix2pix" or not isinstance(networks.get("generator"), Mapping):
+        raise CheckpointError(f"{path}: not a pix2pix checkpoint with a generator (trainer "
+                              f"'{checkpoint.get('trainer')}', networks: {', '.join(networks) or 'none'})")
+    if not isinstance(checkpoint.get("config"), Mapping):
+        raise CheckpointError(f"{path}: the checkpoint has no stored config, so the generator's architecture is "
+                              "unknown; for reference weights use nectargan models import FILE --arch NAME")
+    with restoring(str(path)):  # a damaged or crafted checkpoint: one line naming the file and what it lacks
+        epoch, global_step = int(checkpoint["epoch"]), int(checkpoint["global_step"])
     config = validate_config(checkpoint["config"], registry, source=f"{path} (stored config)")
-    model = _with_weights(lambda: build_generator(registry, config), checkpoint["state"]["generator"])
+    try:
+        model = _with_weights(lambda: build_generator(registry, config), checkpoint["state"]["generator"])
+    except RuntimeError as exc:  # load_state_dict: keys or shapes that do not fit the stored architecture
+        detail = " ".join(str(exc).split())
+        raise CheckpointError(f"{path}: the generator weights do not fit the architecture in the stored config "
+                              f"({detail[:300]}{'...' if len(detail) > 300 else ''})") from None
     model.to(device).eval()
-    return LoadedGenerator(model, config, path, int(checkpoint["epoch"]), int(checkpoint["global_step"]))
+    return LoadedGenerator(model, config, path, epoch, global_step)
 
 
 def _with_weights(build: Any, state: Mapping[str, Any]) -> torch.nn.Module:

@@ -56,17 +56,23 @@ def batches(jobs: list[Job], fit: Fit, batch_size: int) -> Iterator[list[Job]]:
 
 def predict(target: str | Path, inputs: Sequence[str | Path], out_dir: Path, *, recursive: bool = False,
             which: str = "latest", batch_size: int = 1, device: str | torch.device = "cpu", fit: FitMode = "pad",
-            size: Optional[tuple[int, int]] = None, png_compression: int = PNG_COMPRESSION) -> PredictReport:
+            size: Optional[tuple[int, int]] = None, png_compression: int = PNG_COMPRESSION,
+            arch: Optional[str] = None, arch_options: Sequence[str] = ()) -> PredictReport:
     """Find and check ``inputs`` (:func:`~nectargan_pix2pix.files.plan`), then :func:`predict_jobs`."""
     return predict_jobs(target, plan(inputs, Path(out_dir), recursive), out_dir, which=which,
-                        batch_size=batch_size, device=device, fit=fit, size=size, png_compression=png_compression)
+                        batch_size=batch_size, device=device, fit=fit, size=size, png_compression=png_compression,
+                        arch=arch, arch_options=arch_options)
 
 
 def predict_jobs(target: str | Path, jobs: list[Job], out_dir: Path, *, which: str = "latest",
                  batch_size: int = 1, device: str | torch.device = "cpu", fit: FitMode = "pad",
-                 size: Optional[tuple[int, int]] = None, png_compression: int = PNG_COMPRESSION) -> PredictReport:
-    """Generate an output PNG (zlib level ``png_compression``) for every job; return what was written."""
-    generator = load_generator(target, which, device=device)
+                 size: Optional[tuple[int, int]] = None, png_compression: int = PNG_COMPRESSION,
+                 arch: Optional[str] = None, arch_options: Sequence[str] = ()) -> PredictReport:
+    """Generate an output PNG (zlib level ``png_compression``) for every job; return what was written.
+
+    With ``arch``, ``target`` is a reference state dict (see :func:`~nectargan_pix2pix.inference.load_generator`).
+    """
+    generator = load_generator(target, which, device=device, arch=arch, arch_options=arch_options)
     if fit == "resize" and size is None and generator.training_size:
         size = (generator.training_size, generator.training_size)
     sizing = Fit(fit, generator.size_multiple, size, generator.config.data.options.get("interpolation", "bicubic"))

@@ -34,7 +34,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Sequence
 
 import torch
 
@@ -102,7 +102,10 @@ def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional
     if data.name != "paired":
         raise NectarGANError(f"nectargan test reads paired datasets; this run's dataset is '{data.name}'")
     options = dict(data.options)
-    root = Path(data_root) if data_root is not None else Path(options.get("root") or "")
+    if data_root is None and not options.get("root"):
+        raise DatasetError(f"{generator.checkpoint}: its config names no dataset folder (data.root), as for "
+                           "imported weights; pass --data-root DIR")
+    root = Path(data_root) if data_root is not None else Path(options["root"])
     if not root.is_dir():
         raise DatasetError(f"{root}: the run's dataset folder (data.root) was not found from here; "
                            "pass --data-root DIR")
@@ -121,9 +124,13 @@ def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional
 
 def run_test(target: str | Path, which: str = "latest", *, split: str = "test", mode: Mode = "eval",
              out_dir: Optional[Path] = None, batch_size: Optional[int] = None, device: str | torch.device = "cpu",
-             data_root: Optional[Path] = None, grid: bool = False) -> EvaluationReport:
-    """Run the generator over ``split``, write metrics, images and the results page, and return the scores."""
-    generator = load_generator(target, which, device=device)
+             data_root: Optional[Path] = None, grid: bool = False, arch: Optional[str] = None,
+             arch_options: Sequence[str] = ()) -> EvaluationReport:
+    """Run the generator over ``split``, write metrics, images and the results page, and return the scores.
+
+    With ``arch``, ``target`` is a reference state dict (see :func:`~nectargan_pix2pix.inference.load_generator`).
+    """
+    generator = load_generator(target, which, device=device, arch=arch, arch_options=arch_options)
     dataset = split_dataset(generator, split, data_root=data_root, batch_size=batch_size)
     if not len(dataset):
         raise DatasetError(f"{dataset.path}: no images in the {split} split")

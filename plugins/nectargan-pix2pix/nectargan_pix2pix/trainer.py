@@ -12,6 +12,11 @@ On top of that: any loss spec from nectargan-losses, separate (or shared) LR
 schedules, gradient accumulation, gradient clipping, a D:G update ratio,
 autocast on any device with one GradScaler per network, channels_last, and
 validation (L1/PSNR/SSIM) with example grids of fixed images.
+
+The mechanics of the two updates (accumulation, DDP ``no_sync``, the scalers,
+clipping, freezing D during G's update, the non-finite skip, step-unit
+schedules) are the core's trainer kit (:mod:`nectargan_core.kit`), declared
+here as ``kit = TrainerKit()``.
 """
 
 from __future__ import annotations
@@ -23,10 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
-from nectargan_core import ResumableSampler, Trainer, hookimpl
+from nectargan_core import ResumableSampler, Trainer, TrainerKit, hookimpl, optimizer_step
 from nectargan_core.errors import ConfigError
 from nectargan_losses.manager import LossManager
 from nectargan_losses.schedules import build_schedule, lr_scheduler
@@ -39,11 +43,6 @@ from .precision import Precision
 from .compilation import compile_for_training
 from .preflight import check_config
 from .summary import pix2pix_rows
-
-
-def set_requires_grad(module: torch.nn.Module, flag: bool) -> None:
-    for parameter in module.parameters():
-        parameter.requires_grad_(flag)
 
 
 def make_adam(params: Any, lr: float, optim: Any, device: torch.device) -> torch.optim.Adam:
@@ -89,6 +88,8 @@ class Pix2pixTrainer(Trainer):
     options = Pix2pixOptions
     #: Every process validates its share of the val split; the sums are reduced.
     distributed_validation = True
+    #: The two updates' mechanics (and with them ``loop.nonfinite: skip``).
+    kit = TrainerKit()
 
     # -- set-up ------------------------------------------------------------
     def setup(self) -> None:
@@ -136,8 +137,14 @@ class Pix2pixTrainer(Trainer):
             cfg.loss, registry=self.registry, device=self.device, history_every=None))  # the engine logs loss means
         self.early_stopping = self.track("early_stopping", EarlyStopping())
         self._examples: dict[str, torch.Tensor] | None = None
-        #: Per network, the device-side flag that a loss of its pending update was not finite (nonfinite=skip).
-        self._pending_bad: dict[str, torch.Tensor] = {}
+
+        # D's update trains _d_train; G's trains _g_train (D frozen meanwhile). Step-unit schedules step
+        # with their optimizer; epoch-unit ones in on_epoch_end.
+        self.kit.accumulate = optim.gradient_accumulation
+        self.update_d = self.kit.update(self._d_train, self.opt_d, scaler=self.scaler_d, clip=optim.grad_clip,
+                                        scheduler=self.sched_d if self.lr_units[1] == "step" else None)
+        self.update_g = self.kit.update(self._g_train, self.opt_g, scaler=self.scaler_g, clip=optim.grad_clip,
+                                        scheduler=self.sched_g if self.lr_units[0] == "step" else None)
 
     def _optional_split(self, split: str) -> Any:
         """The val/test dataset, or None (with one warning) when the dataset has no such folder."""
@@ -190,62 +197,9 @@ class Pix2pixTrainer(Trainer):
 
     def _optimizer_step(self, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
                         module: torch.nn.Module, bad: torch.Tensor | None = None) -> None:
-        """Clip, step and zero one network's optimizer.
-
-        ``bad`` (``loop.nonfinite=skip`` only) is a device-side flag: this update's loss was not finite.
-        Then the update is skipped when the loss or the gradients are not finite, and the step is a true
-        no-op (weights, Adam moments and step count unchanged), without a host read on the default
-        kernels: fp16 hands the flag to its GradScaler (which skips steps with non-finite gradients and
-        lowers its scale); otherwise fused Adam gets it as ``found_inf``, as GradScaler passes it. The
-        foreach/single kernels have no such input, so they read the flag back once per update (a host
-        sync, under ``skip`` only).
-        """
-        clip = self.config.optim.grad_clip
-        if bad is not None:  # every process skips, or none does: their weights must stay equal
-            bad = self.dist.any_on_device(bad)
-        if bad is not None and scaler.is_enabled():
-            grads = [p.grad for p in module.parameters() if p.grad is not None]
-            if grads:  # a NaN in one gradient: the scaler's own check then skips the step
-                smallest = min(grads, key=torch.Tensor.numel)
-                smallest.add_(torch.where(bad, float("nan"), 0.0).to(smallest.dtype))
-            bad = None
-        if bad is None:
-            if clip is not None:
-                scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(module.parameters(), clip)
-            scaler.step(optimizer)
-            scaler.update()
-            optimizer.zero_grad(set_to_none=True)
-            return
-        grads = [p.grad for p in module.parameters() if p.grad is not None]
-        if clip is not None:  # the norm that clipping computes anyway is non-finite with the gradients
-            norm = torch.nn.utils.clip_grad_norm_(module.parameters(), clip)
-        else:
-            norm = torch.nn.utils.get_total_norm(grads, norm_type=float("inf")) if grads else torch.zeros(())
-        found_inf = (bad | ~torch.isfinite(norm.to(bad.device))).float()
-        if optimizer.defaults.get("fused"):
-            optimizer.found_inf = found_inf  # type: ignore[attr-defined]
-            try:
-                optimizer.step()
-            finally:
-                del optimizer.found_inf  # type: ignore[attr-defined]
-        elif not found_inf.item():
-            optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-
-    def _note_nonfinite(self, name: str, total: torch.Tensor) -> torch.Tensor:
-        """Flag (on the device, no host read) whether ``total`` is not finite; OR it into the pending update's flag."""
-        flag = ~torch.isfinite(total.detach())
-        pending = self._pending_bad.get(name)
-        self._pending_bad[name] = flag if pending is None else pending | flag
-        return flag
-
-    @staticmethod
-    def _no_sync(net: torch.nn.Module, accumulating: bool) -> Any:
-        """While accumulating gradients, DDP forwards that do not synchronise (the group's last one does)."""
-        if accumulating and isinstance(net, DistributedDataParallel):
-            return net.no_sync()
-        return contextlib.nullcontext()
+        """One network's optimizer step as the kit makes it (clip, non-finite skip with ``bad``, scaler)."""
+        optimizer_step(optimizer, module.parameters(), scaler=scaler, clip=self.config.optim.grad_clip, bad=bad,
+                       dist=self.dist)
 
     def judge(self, a: torch.Tensor, b: torch.Tensor, *, training_d: bool = False) -> torch.Tensor:
         """D's logits for the pair (a, b); ``training_d`` for D's own update (gradients synchronised)."""
@@ -254,67 +208,35 @@ class Pix2pixTrainer(Trainer):
 
     @hookimpl
     def train_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, Any]:
-        optim = self.config.optim
+        optim, losses, autocast = self.config.optim, self.losses, self.precision.autocast
         real_a, real_b = self._to_device(batch["A"]), self._to_device(batch["B"])
-        G, D, losses = self.generator, self.discriminator, self.losses
         losses.set_position(self.epoch, self.global_step)
-        # Gradient accumulation: groups of N batches; each batch's loss is divided by the
-        # size of its group (a short last group at the end of the epoch included).
-        group = optim.gradient_accumulation
-        total = self.num_batches()
-        start = batch_idx - batch_idx % group
-        size = min(group, total - start) if total is not None else group
-        apply = batch_idx + 1 == start + size
-        scale = 1.0 / size
         logs: dict[str, Any] = {}
-        # loop.nonfinite=skip: device-side flags of non-finite losses; a bad batch's BatchNorm statistics are undone.
-        skip = self.config.loop.nonfinite == "skip"
-        saved = {net: [b.clone() for b in net.buffers()] for net in (G, D)} if skip else {}
-        step_bad: list[torch.Tensor] = []
-
         update_g = self.global_step % optim.g_every == 0
-        with self._no_sync(self._g_train, not apply), self.precision.autocast():
-            # A DDP forward must be followed by its backward; G is not updated this step: run it bare.
-            with contextlib.nullcontext() if update_g else torch.no_grad():
+        with self.kit.step(batch_idx):
+            # fake_B = G(A), once. A DDP forward must be followed by its backward: when G is not
+            # updated this step, run the bare module without gradients.
+            with autocast(), contextlib.nullcontext() if update_g else torch.no_grad():
                 fake_b = (self._g_train if update_g else self.generator)(real_a)
 
-        if self.global_step % optim.d_every == 0:
-            set_requires_grad(D, True)
-            with self._no_sync(self._d_train, not apply), self.precision.autocast():
-                fake_detached = fake_b.detach()
-                fake_logits = self.judge(real_a, fake_detached, training_d=True)  # fake first, as the reference
-                real_logits = self.judge(real_a, real_b, training_d=True)
-                d = losses.discriminator_losses(real_logits, fake_logits, critic=D, real=real_b,
-                                                fake=fake_detached, condition=real_a if self.conditional else None)
-            if d.total is not None:
-                if skip:
-                    step_bad.append(self._note_nonfinite("d", d.total))
-                self.scaler_d.scale(d.total * scale).backward()
-                if apply:
-                    self._optimizer_step(self.opt_d, self.scaler_d, D, self._pending_bad.pop("d", None))
-            logs.update(d.logs())
+            if self.global_step % optim.d_every == 0:
+                with self.update_d:  # D on (A, fake_B) and (A, B)
+                    with autocast():
+                        fake = fake_b.detach()
+                        fake_logits = self.judge(real_a, fake, training_d=True)  # fake first, as the reference
+                        real_logits = self.judge(real_a, real_b, training_d=True)
+                        d = losses.discriminator_losses(real_logits, fake_logits, critic=self.discriminator,
+                                                        real=real_b, fake=fake,
+                                                        condition=real_a if self.conditional else None)
+                    self.update_d.backward(d.total)
+                logs.update(d.logs())
 
-        if update_g:
-            set_requires_grad(D, False)
-            with self.precision.autocast():
-                g = losses.generator_losses(fake_b, real_b, fake_logits=lambda: self.judge(real_a, fake_b))
-            if g.total is not None:
-                if skip:
-                    step_bad.append(self._note_nonfinite("g", g.total))
-                self.scaler_g.scale(g.total * scale).backward()
-                if apply:
-                    self._optimizer_step(self.opt_g, self.scaler_g, G, self._pending_bad.pop("g", None))
-                    if self.lr_units[0] == "step":
-                        self.sched_g.step()
-            set_requires_grad(D, True)
-            logs.update(g.logs())
-        if apply and self.lr_units[1] == "step":
-            self.sched_d.step()
-        if step_bad:
-            bad = self.dist.any_on_device(torch.stack(step_bad).any())
-            for net, copies in saved.items():
-                for buffer, copy in zip(net.buffers(), copies):
-                    buffer.copy_(torch.where(bad, copy, buffer))
+            if update_g:
+                with self.update_g:  # G on D(A, fake_B) and the spec's other terms; D is frozen
+                    with autocast():
+                        g = losses.generator_losses(fake_b, real_b, fake_logits=lambda: self.judge(real_a, fake_b))
+                    self.update_g.backward(g.total)
+                logs.update(g.logs())
         return logs
 
     # -- before the run directory, and what defines the run ------------------

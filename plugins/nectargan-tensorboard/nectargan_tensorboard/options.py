@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import string
-from typing import Optional
+from typing import Annotated, Optional
 
 from pydantic import Field, field_validator
 
 from nectargan_core.config import Section
+from nectargan_core.limits import MAX_SECONDS, SECONDS_WHY, at_most
 
 #: Placeholders a ``log_dir`` may use, filled from the run when training starts.
 LOG_DIR_FIELDS = ("name", "version")
@@ -20,7 +21,7 @@ class TensorBoardOptions(Section):
         None, description="Folder of the event files (null: <run_dir>/tensorboard); {name} and {version} "
                           "are filled from the run",
     )
-    flush_secs: int = Field(30, gt=0, description="Write buffered events to disk at least this often (seconds)")
+    flush_secs: Annotated[int, at_most(int(MAX_SECONDS), SECONDS_WHY)] = Field(30, gt=0, description="Write buffered events to disk at least this often (seconds)")
     details: bool = Field(False, description="Also write dotted detail keys (G/l1.raw, D/gan_d.weight)")
     images_every_epochs: Optional[int] = Field(
         1, gt=0, description="Add the newest example grid every N epochs (null: never)"

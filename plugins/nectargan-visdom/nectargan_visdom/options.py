@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated, Optional
 
 from pydantic import Field
 
 from nectargan_core.config import Section
+from nectargan_core.limits import Seconds, at_most
+
+#: Most updates that may wait for a slow server; each may hold an example image.
+MAX_QUEUE = 100_000
 
 
 class VisdomOptions(Section):
@@ -24,10 +28,10 @@ class VisdomOptions(Section):
     config: bool = Field(True, description="Show the resolved run config as text")
     images_every_epochs: Optional[int] = Field(
         1, description="Show the newest example grid every N epochs (null: never)", ge=1)
-    queue_size: int = Field(
+    queue_size: Annotated[int, at_most(MAX_QUEUE, "waiting updates stay in memory, and each may hold an image")] = Field(
         1000, description="Updates that may wait for the sender; beyond that the oldest is dropped", ge=1)
-    timeout: float = Field(2.0, description="Seconds one request to the server may take", gt=0)
-    retry_max: float = Field(
+    timeout: Seconds = Field(2.0, description="Seconds one request to the server may take", gt=0)
+    retry_max: Seconds = Field(
         10.0, description="Longest wait in seconds between reconnection attempts (starts at 0.5, doubles)", gt=0)
-    flush_timeout: float = Field(
+    flush_timeout: Seconds = Field(
         5.0, description="Seconds the end of training waits for queued updates to be sent", ge=0)

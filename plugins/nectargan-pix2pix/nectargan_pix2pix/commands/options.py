@@ -8,6 +8,7 @@ from typing import Any, Callable, Optional
 import click
 
 from nectargan_core.config import DEVICE_PATTERN
+from nectargan_core.limits import IMAGE_WHY, MAX_IMAGE_SIDE
 
 SIZE_PATTERN = re.compile(r"^(\d+)(?:x(\d+))?$")
 
@@ -21,10 +22,16 @@ class SizeType(click.ParamType):
         if isinstance(value, tuple):
             return value
         match = SIZE_PATTERN.match(str(value).strip())
-        if not match or int(match.group(1)) == 0 or match.group(2) == "0":
+        if not match:
             self.fail(f"{value!r} is not a size; use N (square) or HxW, e.g. 256 or 256x512", param, ctx)
-        height = int(match.group(1))
-        return height, int(match.group(2) or height)
+        sides = [digits.lstrip("0") or "0" for digits in match.groups() if digits is not None]
+        if any(side == "0" for side in sides):
+            self.fail(f"{value!r} is not a size; use N (square) or HxW, e.g. 256 or 256x512", param, ctx)
+        # Compared as digits first: int() refuses numbers of more than 4300 digits.
+        if any(len(side) > len(str(MAX_IMAGE_SIDE)) or int(side) > MAX_IMAGE_SIDE for side in sides):
+            self.fail(f"{value!r}: a side is more than {MAX_IMAGE_SIDE}: {IMAGE_WHY}", param, ctx)
+        height = int(sides[0])
+        return height, int(sides[1]) if len(sides) > 1 else height
 
 
 def check_device(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -42,3 +49,18 @@ def device_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--device", metavar="DEVICE", default="auto", show_default=True, callback=check_device,
                         help="auto, cpu, cuda, cuda:N or mps.")(func)
 
+
+
+def reference_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--arch`` and ``--set``: read TARGET as a pix2pix/CycleGAN reference state dict."""
+    func = click.option("--set", "arch_options", metavar="OPTION=VALUE", multiple=True,
+                        help="With --arch: an architecture option of the reference network, e.g. --set norm=instance "
+                             "(repeatable).")(func)
+    return click.option("--arch", metavar="NAME", default=None,
+                        help="TARGET is a pix2pix/CycleGAN reference state dict (latest_net_G.pth) of this network "
+                             "(unet_256, unet_128, resnet_9blocks, ...), mapped as nectargan models import does.")(func)
+
+
+def check_reference_options(arch: Optional[str], arch_options: tuple[str, ...]) -> None:
+    if arch_options and arch is None:
+        raise click.UsageError("--set describes a reference network: use it with --arch")

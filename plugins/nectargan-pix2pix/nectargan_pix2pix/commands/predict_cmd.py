@@ -7,7 +7,9 @@ from typing import Optional
 
 import click
 
-from .options import SizeType, checkpoint_option, device_option
+from nectargan_core.limits import BATCH_OPTION
+
+from .options import SizeType, check_reference_options, checkpoint_option, device_option, reference_options
 
 
 @click.command("predict")
@@ -16,7 +18,7 @@ from .options import SizeType, checkpoint_option, device_option
 @click.option("-o", "--out", "out_dir", required=True, type=click.Path(path_type=Path),
               help="Output folder (created if needed).")
 @checkpoint_option
-@click.option("--batch-size", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--batch-size", type=BATCH_OPTION, default=1, show_default=True,
               help="Images per forward pass (images of the same input size are batched together).")
 @device_option
 @click.option("-r", "--recursive", is_flag=True, help="Search input folders recursively (sub-folders are mirrored).")
@@ -29,9 +31,10 @@ from .options import SizeType, checkpoint_option, device_option
 @click.option("--size", type=SizeType(), metavar="N|HxW", default=None, help="Side N or HxW for --crop and --resize.")
 @click.option("--png-compression", type=click.IntRange(0, 9), default=1, show_default=True,
               help="zlib level of the output PNGs (lossless at every level; 9: smallest files, slowest).")
+@reference_options
 def predict_command(target: Path, inputs: tuple[Path, ...], out_dir: Path, which: str, batch_size: int,
                     device: str, recursive: bool, fit: str, size: Optional[tuple[int, int]],
-                    png_compression: int) -> None:
+                    png_compression: int, arch: Optional[str], arch_options: tuple[str, ...]) -> None:
     """Run a trained generator on images; write one PNG per input, named after it.
 
     INPUTS are image files and folders (sorted; .bmp .jpeg .jpg .png .tif .tiff
@@ -45,7 +48,9 @@ def predict_command(target: Path, inputs: tuple[Path, ...], out_dir: Path, which
       nectargan predict runs/facades/version_0 photos/ -o out/
       nectargan predict runs/facades/version_0/checkpoints/best.pt a.png b.jpg -o out/ --batch-size 8
       nectargan predict runs/facades/version_0 big/ -o out/ --resize --size 256
+      nectargan predict latest_net_G.pth photos/ -o out/ --arch unet_256
     """
+    check_reference_options(arch, arch_options)
     from ..files import plan
 
     jobs = plan(inputs, out_dir, recursive)  # torch-free: path and header errors come before torch loads
@@ -55,5 +60,6 @@ def predict_command(target: Path, inputs: tuple[Path, ...], out_dir: Path, which
     from ..predictor import predict_jobs
 
     report = predict_jobs(target, jobs, out_dir, which=which, batch_size=batch_size, device=resolve_device(device),
-                          fit=fit, size=size, png_compression=png_compression)
+                          fit=fit, size=size, png_compression=png_compression, arch=arch,
+                          arch_options=arch_options)
     click.echo(report.summary())

@@ -7,7 +7,9 @@ from typing import Optional
 
 import click
 
-from .options import checkpoint_option, device_option
+from nectargan_core.limits import BATCH_OPTION
+
+from .options import check_reference_options, checkpoint_option, device_option, reference_options
 
 
 @click.command("test")
@@ -21,14 +23,16 @@ from .options import checkpoint_option, device_option
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None,
               help="Output folder (default: RUN_DIR/test/<checkpoint>-<split>[-train-mode], where <checkpoint> "
                    "holds the epoch and step, e.g. best-epoch0003-step00000012). Replaced as a whole by a rerun.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None,
+@click.option("--batch-size", type=BATCH_OPTION, default=None,
               help="Images per batch (default: the run's data.<split>.batch_size).")
 @device_option
 @click.option("--data-root", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Dataset folder, when the run's data.root does not resolve from here.")
 @click.option("--grid", is_flag=True, help="Also write input | output | target grids to grids/.")
+@reference_options
 def test_command(run_dir: Path, which: str, split: str, mode: str, out_dir: Optional[Path],
-                 batch_size: Optional[int], device: str, data_root: Optional[Path], grid: bool) -> None:
+                 batch_size: Optional[int], device: str, data_root: Optional[Path], grid: bool,
+                 arch: Optional[str], arch_options: tuple[str, ...]) -> None:
     """Run a trained generator over a split; write per-image L1, PSNR, SSIM, the images and a results page.
 
     Writes index.html (every image as input | output | target with its
@@ -42,13 +46,16 @@ def test_command(run_dir: Path, which: str, split: str, mode: str, out_dir: Opti
       nectargan test runs/facades/version_0
       nectargan test runs/facades/version_0 --checkpoint best --grid
       nectargan test runs/facades/version_0 --checkpoint 100 --mode train --batch-size 1
+      nectargan test latest_net_G.pth --arch unet_256 --data-root datasets/facades
     """
+    check_reference_options(arch, arch_options)
     from nectargan_core.device import resolve_device
 
     from ..tester import run_test
 
     report = run_test(run_dir, which, split=split, mode=mode, out_dir=out_dir, batch_size=batch_size,
-                      device=resolve_device(device), data_root=data_root, grid=grid)
+                      device=resolve_device(device), data_root=data_root, grid=grid, arch=arch,
+                      arch_options=arch_options)
     click.echo(report.summary())
     click.echo(f"results: {report.out_dir}" + (" (replaced the earlier results there)" if report.replaced else ""))
     click.echo(f"page: {report.page}")

@@ -17,6 +17,8 @@ from PIL import Image
 from .listing import Layout, Pair, detect_layout, find_pairs
 
 Verify = Literal["header", "full", "none"]
+#: Written into a folder before ``data split`` moves anything, removed when it is done (see :mod:`.prepare`).
+SPLIT_MARKER = ".nectargan-split.json"
 
 
 @dataclass
@@ -55,7 +57,7 @@ def inspect_split(
     """
     layout = detect_layout(path) if layout == "auto" else layout
     pairs, problems = find_pairs(path, layout)
-    report = SplitReport(path, layout, pairs, problems)
+    report = SplitReport(path, layout, pairs, unfinished_split(path) + problems)
     if verify == "none":
         return report
     for pair in pairs:
@@ -66,6 +68,15 @@ def inspect_split(
         if problem:
             report.problems.append(problem)
     return report
+
+
+def unfinished_split(path: Path) -> list[str]:
+    """A problem line if ``path`` (a split folder or the folder being split) is in an interrupted ``data split``."""
+    for folder in (path, path.parent):
+        if (folder / SPLIT_MARKER).is_file():
+            return [f"{folder}: a 'nectargan data split' of this folder was interrupted ({SPLIT_MARKER} is there); "
+                    "run the same split again to finish it"]
+    return []
 
 
 def _check_pair(pair: Pair, full: bool, min_size: Optional[int]) -> Optional[str]:

@@ -19,10 +19,10 @@ from typing import Any, Mapping, Union
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, default_collate
 
 from .augment import build_transform
-from .check import inspect_split
+from .check import UnreadableImage, image_size, inspect_split
 from .decode import read_image, to_channels
 from .errors import DatasetError
 from .listing import Pair, split_dir
@@ -67,6 +67,8 @@ class PairedDataset(Dataset):
         self.layout = report.layout
         limit = opts.max_images if split == "train" else getattr(opts, split).max_images
         self.pairs: list[Pair] = report.pairs[:limit]
+        if opts.verify != "none":
+            check_batchable(self.pairs, opts, split)
         self.transform = build_transform(opts, split)
 
     def set_epoch(self, epoch: int) -> None:
@@ -102,6 +104,52 @@ class PairedDataset(Dataset):
         if self.options.direction == "BtoA":
             a, b = b, a
         return to_channels(a, self.options.in_channels), to_channels(b, self.options.out_channels)
+
+
+def keeps_file_sizes(options: PairedDataOptions, split: Split) -> bool:
+    """Whether ``split``'s samples keep their files' sizes (nothing resizes or crops them)."""
+    unsized = options.load_size is None and options.crop_size is None
+    return unsized if split == "train" else unsized or getattr(options, split).preprocess == "none"
+
+
+def resizing_hint(options: PairedDataOptions, split: Split) -> str:
+    if split != "train" and getattr(options, split).preprocess == "none":
+        return f"data.{split}.preprocess is none; set it to center_crop or resize, or data.{split}.batch_size: 1"
+    key = "data.batch_size" if split == "train" else f"data.{split}.batch_size"
+    return f"data.load_size and data.crop_size are null; set data.load_size, or {key}: 1"
+
+
+def check_batchable(pairs: list[Pair], options: PairedDataOptions, split: Split) -> None:
+    """With resizing off and batches of several images, every image must have one size: else one line naming two."""
+    batch = options.batch_size if split == "train" else getattr(options, split).batch_size
+    if batch < 2 or len(pairs) < 2 or not keeps_file_sizes(options, split):
+        return
+    try:
+        first = image_size(pairs[0].a)
+        sizes = ((pair, image_size(pair.a)) for pair in pairs[1:])
+        for pair, size in sizes:
+            if size == first:
+                continue
+            raise DatasetError(f"{pair.a} is {size[0]}x{size[1]} but {pairs[0].a} is {first[0]}x{first[1]}: "
+                               f"images of different sizes cannot share a batch of {batch} with resizing off "
+                               f"({resizing_hint(options, split)})")
+    except UnreadableImage as exc:
+        raise DatasetError(str(exc)) from None
+
+
+def collate(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """``default_collate``, after checking that the samples can be stacked (one line naming two files if not).
+
+    :func:`check_batchable` finds this when the dataset is built; this catches it with ``verify: none``.
+    """
+    for sample in samples[1:]:
+        for side in ("A", "B"):
+            if sample[side].shape != samples[0][side].shape:
+                got, want = tuple(sample[side].shape), tuple(samples[0][side].shape)
+                raise DatasetError(f"{sample['path']} gives {side} of shape {got} but {samples[0]['path']} {want}: "
+                                   "images of different sizes cannot share a batch with resizing off; set "
+                                   "data.load_size, or a batch size of 1")
+    return default_collate(samples)
 
 
 def build_paired_dataset(split: Split = "train", seed: int = 0, **options: Any) -> PairedDataset:

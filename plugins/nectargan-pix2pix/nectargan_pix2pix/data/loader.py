@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader
 
 from nectargan_core import ResumableSampler
 
-from .dataset import PairedDataset
+from .dataset import PairedDataset, collate
 
 
 class EpochSampler(ResumableSampler):
@@ -46,7 +46,8 @@ def build_dataloader(dataset: PairedDataset, *, device: Optional[torch.device | 
     pin = options.pin_memory
     if pin is None:
         pin = device is not None and torch.device(device).type == "cuda"
-    loading = dict(num_workers=workers, pin_memory=pin, persistent_workers=options.persistent_workers and workers > 0,
+    loading = dict(num_workers=workers, pin_memory=pin, collate_fn=collate,
+                   persistent_workers=options.persistent_workers and workers > 0,
                    prefetch_factor=options.prefetch_factor if workers else None)
     if dataset.split == "train":
         sampler = EpochSampler(len(dataset), shuffle=options.shuffle, seed=dataset.seed)

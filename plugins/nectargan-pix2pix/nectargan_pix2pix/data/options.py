@@ -9,14 +9,22 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, Mapping, Optional, Union
 
-from pydantic import AfterValidator, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import AfterValidator, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from nectargan_core.config import Section, describe_errors, plain_name
 from nectargan_core.errors import ConfigError
+from nectargan_core.limits import MAX_IMAGE_SIDE, Batch, ImageSide, Workers, at_most
 
 Split = Literal["train", "val", "test"]
 Channels = Literal[1, 3, 4]
 SPLITS: tuple[Split, ...] = ("train", "val", "test")
+#: Most batches one DataLoader worker loads ahead (torch's default is 2); each one waits in memory.
+MAX_PREFETCH = 16
+PREFETCH_WHY = "every batch loaded ahead waits in memory, per worker (torch's default is 2)"
+#: Largest blur kernel: reflect padding needs it narrower than twice the image, so no larger
+#: kernel fits an image NectarGAN handles.
+MAX_KERNEL = 2 * MAX_IMAGE_SIDE - 1
+KERNEL_WHY = f"a blur kernel must be narrower than twice the image side, and images are at most {MAX_IMAGE_SIDE}"
 
 
 def _ordered(value: tuple[Any, Any]) -> tuple[Any, Any]:
@@ -77,7 +85,13 @@ class Elastic(Augmentation):
     name: Literal["elastic"] = "elastic"
     p: float = Field(0.25, ge=0, le=1, description="Probability of applying it to a sample")
     alpha: float = Field(30.0, ge=0, description="Displacement magnitude in pixels")
-    sigma: float = Field(5.0, gt=0, description="Smoothness of the displacement field")
+    sigma: Annotated[float, at_most(MAX_KERNEL // 8, KERNEL_WHY + " (the field is blurred with an 8 sigma wide kernel)")] \
+        = Field(5.0, gt=0, description="Smoothness of the displacement field")
+
+    @property
+    def kernel_size(self) -> int:
+        """The blur kernel torchvision's ElasticTransform uses for this sigma (odd)."""
+        return int(8 * self.sigma + 1) | 1
 
 
 class ColorJitter(Augmentation):
@@ -106,7 +120,7 @@ class Blur(Augmentation):
     name: Literal["blur"] = "blur"
     paired: ClassVar[bool] = False
     p: float = Field(0.3, ge=0, le=1, description="Probability of applying it to a sample")
-    kernel_size: int = Field(5, ge=3, description="Odd kernel side in pixels")
+    kernel_size: Annotated[int, at_most(MAX_KERNEL, KERNEL_WHY)] = Field(5, ge=3, description="Odd kernel side in pixels")
     sigma: PositiveRange = Field((0.1, 1.5), description="Sigma range in pixels")
 
     @field_validator("kernel_size")
@@ -158,7 +172,7 @@ class EvalSplitOptions(Section):
     """How a validation or test split is read: never augmented, never shuffled."""
 
     folder: str = Field(..., min_length=1, description="Sub-folder of root that holds this split")
-    batch_size: int = Field(1, ge=1, description="Batch size")
+    batch_size: Batch = Field(1, description="Batch size")
     preprocess: Literal["center_crop", "resize", "none"] = Field(
         "center_crop",
         description="center_crop: resize to load_size, then the centre crop_size square; "
@@ -194,8 +208,8 @@ class PairedDataOptions(Section):
     direction: Literal["AtoB", "BtoA"] = Field("AtoB", description="BtoA swaps the roles of A and B")
     in_channels: Channels = Field(3, description="Channels of the input (A after direction): 1, 3 or 4")
     out_channels: Channels = Field(3, description="Channels of the target (B after direction): 1, 3 or 4")
-    load_size: Optional[int] = Field(286, ge=1, description="Resize both images to this square first (null: keep)")
-    crop_size: Optional[int] = Field(256, ge=1, description="Random square crop for training (null: none)")
+    load_size: Optional[ImageSide] = Field(286, description="Resize both images to this square first (null: keep)")
+    crop_size: Optional[ImageSide] = Field(256, description="Random square crop for training (null: none)")
     interpolation: Literal["bicubic", "bilinear", "nearest"] = Field(
         "bicubic", description="Resampling for resize; warps use bilinear, or nearest when this is nearest",
     )
@@ -206,13 +220,15 @@ class PairedDataOptions(Section):
     verify: Literal["header", "full", "none"] = Field(
         "header", description="Checks at start: header reads every image header; full decodes every image",
     )
-    batch_size: int = Field(1, ge=1, description="Training batch size")
+    batch_size: Batch = Field(1, description="Training batch size")
     shuffle: bool = Field(True, description="Shuffle training pairs, by run.seed and epoch")
     drop_last: bool = Field(False, description="Drop the last incomplete training batch")
-    num_workers: int = Field(2, ge=0, description="DataLoader worker processes (0: load in the main process)")
+    num_workers: Workers = Field(2, description="DataLoader worker processes (0: load in the main process; "
+                                                 "at most 4 per CPU)")
     pin_memory: Optional[bool] = Field(None, description="Page-locked batches (null: when training on CUDA)")
     persistent_workers: bool = Field(True, description="Keep workers alive between epochs")
-    prefetch_factor: Optional[int] = Field(None, ge=1, description="Batches loaded ahead per worker (null: 2)")
+    prefetch_factor: Optional[Annotated[int, at_most(MAX_PREFETCH, PREFETCH_WHY)]] = Field(
+        None, ge=1, description="Batches loaded ahead per worker (null: 2)")
     val: ValSplitOptions = Field(default_factory=ValSplitOptions, description="Validation split")
     test: TestSplitOptions = Field(default_factory=TestSplitOptions, description="Test split")
 
@@ -231,6 +247,21 @@ class PairedDataOptions(Section):
         if value is not None and load is not None and value > load:
             raise ValueError(f"{value} is larger than load_size {load}; lower crop_size or raise load_size")
         return value
+
+    @model_validator(mode="after")
+    def _kernels_fit(self) -> "PairedDataOptions":
+        """A blur wider than twice the training image fails in torchvision at the first batch: refuse it now."""
+        side = self.crop_size or self.load_size
+        if side is None:
+            return self
+        for index, spec in enumerate(self.augment):
+            kernel = getattr(spec, "kernel_size", None)
+            if kernel is not None and kernel > 2 * side - 1:
+                what = "sigma" if isinstance(spec, Elastic) else "kernel_size"
+                raise ValueError(f"augment.{index} ({spec.name}): {what} gives a {kernel}-pixel blur kernel, too "
+                                 f"large for {side}-pixel training images (at most {2 * side - 1}: a kernel must be "
+                                 "narrower than twice the image)")
+        return self
 
     def folder(self, split: Split) -> str:
         """The sub-folder of ``root`` that holds ``split``."""

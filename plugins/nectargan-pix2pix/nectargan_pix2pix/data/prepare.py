@@ -4,10 +4,15 @@
 * :func:`split_folder` distributes a flat folder into train/, val/ and test/.
 
 Both check everything before writing anything, so a mistake leaves the files as they were.
+Neither leaves a partial dataset when interrupted: ``pair_folders`` builds its
+output in a temp folder renamed into place when complete; ``split_folder``
+records its plan first, so the folder is marked unfinished (``data check``
+and training refuse it) until the same split, run again, completes it.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 from pathlib import Path
@@ -15,7 +20,9 @@ from typing import Optional
 
 from PIL import Image
 
-from .check import UnreadableImage, image_size
+from nectargan_core.atomic import atomic_write, atomic_write_text, commit_folder, staging
+
+from .check import SPLIT_MARKER, UnreadableImage, image_size
 from .errors import DatasetError
 from .listing import Pair, list_images, match_folders
 from .options import SPLITS
@@ -42,14 +49,16 @@ def pair_folders(a_dir: Path, b_dir: Path, out: Path, *, size: Optional[int] = N
             more = f" (+{len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
             raise DatasetError(problems[0] + more)
         plans[key] = pairs
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and not (out.is_dir() and not any(out.iterdir())):
         raise DatasetError(f"{out}: folder is not empty; choose a new output folder")
-    for key, pairs in plans.items():
-        target = jobs[key][2]
-        target.mkdir(parents=True, exist_ok=True)
-        for pair in pairs:
-            assert pair.b is not None
-            _join(pair.a, pair.b, size).save(target / f"{pair.name}.png", format="PNG")
+    with staging(out) as stage:  # renamed to out only when every pair is written
+        for key, pairs in plans.items():
+            target = stage / key if key else stage
+            target.mkdir(parents=True, exist_ok=True)
+            for pair in pairs:
+                assert pair.b is not None
+                _join(pair.a, pair.b, size).save(target / f"{pair.name}.png", format="PNG")
+        commit_folder(stage, out)
     return {key or "all": len(pairs) for key, pairs in plans.items()}
 
 
@@ -89,9 +98,42 @@ def split_folder(folder: Path, *, val: float, test: float, seed: int, copy: bool
     split. The assignment depends only on the sorted names and ``seed``:
     the names are shuffled with ``random.Random(seed)``, the first
     ``round(n * val)`` go to val, the next ``round(n * test)`` to test, the rest to train.
+
+    The assignment is written to ``folder/.nectargan-split.json`` before the
+    first file moves and the file is deleted after the last: while it exists,
+    ``data check`` and training refuse the folder, and running the same split
+    again finishes it (each file moves by one rename; copies are atomic).
     """
     if not folder.is_dir():
         raise DatasetError(f"{folder}: folder does not exist")
+    marker = folder / SPLIT_MARKER
+    options = {"val": val, "test": test, "seed": seed, "copy": copy}
+    if marker.exists():
+        plan = _read_marker(marker)
+        if plan["options"] != options:
+            recorded = plan["options"]
+            flags = f"--val {recorded['val']} --test {recorded['test']} --seed {recorded['seed']}" + (
+                " --copy" if recorded["copy"] else "")
+            raise DatasetError(f"{folder}: an interrupted split ({flags}) is unfinished; run 'nectargan data split "
+                               f"{folder} {flags}' to finish it")
+        assignment, paired = plan["assignment"], plan["paired"]
+    else:
+        assignment, paired = _plan_split(folder, val=val, test=test, seed=seed)
+        atomic_write_text(marker, json.dumps({"options": options, "paired": paired, "assignment": assignment}) + "\n")
+    for split, units in assignment.items():
+        for unit in units:
+            for relative in unit:
+                _transfer(folder / relative, folder / split / relative, copy)
+    if paired and not copy:
+        for side in ("A", "B"):
+            if (folder / side).is_dir() and not any((folder / side).iterdir()):
+                (folder / side).rmdir()
+    marker.unlink()
+    return {split: len(assignment[split]) for split in SPLITS}
+
+
+def _plan_split(folder: Path, *, val: float, test: float, seed: int) -> tuple[dict[str, list[list[str]]], bool]:
+    """Which files (relative to ``folder``, grouped by pair) go to each split; and whether it is an A/B folder."""
     taken = [s for s in SPLITS if (folder / s).exists()]
     if taken:
         raise DatasetError(f"{folder}: already has {', '.join(s + '/' for s in taken)}; it looks split already")
@@ -108,16 +150,34 @@ def split_folder(folder: Path, *, val: float, test: float, seed: int, copy: bool
     if len(names) - n_val - n_test < 1:
         raise DatasetError(f"{folder}: {len(names)} image(s) leave none for train with --val {val} --test {test}")
     random.Random(seed).shuffle(names)
-    assignment = {"val": names[:n_val], "test": names[n_val:n_val + n_test], "train": names[n_val + n_test:]}
-    transfer = shutil.copy2 if copy else shutil.move
-    for split, chosen in assignment.items():
-        for name in chosen:
-            for path in units[name]:
-                target = folder / split / path.parent.relative_to(folder)
-                target.mkdir(parents=True, exist_ok=True)
-                transfer(str(path), str(target / path.name))
-    if paired and not copy:
-        for side in ("A", "B"):
-            if not any((folder / side).iterdir()):
-                (folder / side).rmdir()
-    return {split: len(assignment[split]) for split in SPLITS}
+    chosen = {"val": names[:n_val], "test": names[n_val:n_val + n_test], "train": names[n_val + n_test:]}
+    assignment = {split: [[path.relative_to(folder).as_posix() for path in units[name] if path is not None]
+                          for name in chosen[split]] for split in SPLITS}
+    return assignment, paired
+
+
+def _read_marker(marker: Path) -> dict:
+    try:
+        plan = json.loads(marker.read_text(encoding="utf-8"))
+        assert isinstance(plan["options"], dict) and isinstance(plan["assignment"], dict)
+        assert all(split in SPLITS for split in plan["assignment"]) and isinstance(plan["paired"], bool)
+        return plan
+    except (OSError, ValueError, KeyError, TypeError, AssertionError):
+        raise DatasetError(f"{marker}: unreadable record of an interrupted split; put the files back where they "
+                           "were, delete it and split again") from None
+
+
+def _transfer(source: Path, target: Path, copy: bool) -> None:
+    """Copy (atomically) or move ``source`` to ``target``; a move already done is skipped."""
+    if not source.is_file():
+        if not copy and target.is_file():
+            return  # moved before the interruption
+        raise DatasetError(f"{source}: no longer exists, but the split started with it; put it back and run "
+                           "the split again")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if copy:
+        with open(source, "rb") as handle:
+            atomic_write(target, lambda out: shutil.copyfileobj(handle, out))
+        shutil.copystat(source, target)
+    else:
+        shutil.move(str(source), str(target))

@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
+from nectargan_core.atomic import commit_folder, staging
+
 from .errors import DatasetError
 
 VERSION = 1
@@ -129,23 +131,27 @@ def write_synthetic(out: Path, *, count: int, size: int, seed: int, val: float, 
 
     The first images go to train, then val, then test; names are the global
     index (``00000.png``). ``out/synth.json`` records how the set was made.
+    The set is drawn in a temp folder beside ``out`` and renamed to ``out``
+    only when complete: an interrupted run leaves no partial dataset.
     """
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and not (out.is_dir() and not any(out.iterdir())):
         raise DatasetError(f"{out}: folder is not empty; choose a new folder for the synthetic dataset")
     n_val, n_test = round(count * val), round(count * test)
     n_train = count - n_val - n_test
     if n_train < 1:
         raise DatasetError(f"--count {count} with --val {val} and --test {test} leaves no training images")
     counts = {"train": n_train, "val": n_val, "test": n_test}
-    index = 0
-    for split, n in counts.items():
-        folder = out / split
-        folder.mkdir(parents=True, exist_ok=True)
-        for _ in range(n):
-            a, b = render_pair(seed, index, size)
-            Image.fromarray(np.concatenate([a, b], axis=1)).save(folder / f"{index:05d}.png", format="PNG")
-            index += 1
-    meta = {"generator": "nectargan-pix2pix synth", "version": VERSION, "seed": seed, "size": size,
-            "classes": list(CLASSES), "splits": counts}
-    (out / "synth.json").write_text(json.dumps(meta, indent=2) + "\n")
+    with staging(out) as stage:
+        index = 0
+        for split, n in counts.items():
+            folder = stage / split
+            folder.mkdir()
+            for _ in range(n):
+                a, b = render_pair(seed, index, size)
+                Image.fromarray(np.concatenate([a, b], axis=1)).save(folder / f"{index:05d}.png", format="PNG")
+                index += 1
+        meta = {"generator": "nectargan-pix2pix synth", "version": VERSION, "seed": seed, "size": size,
+                "classes": list(CLASSES), "splits": counts}
+        (stage / "synth.json").write_text(json.dumps(meta, indent=2) + "\n")
+        commit_folder(stage, out)
     return counts

@@ -9,6 +9,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from nectargan_core import ResumableSampler, Trainer, hookimpl
+from nectargan_core.capabilities import NONFINITE_SKIP
 
 
 def build_linear(features: int = 3) -> torch.nn.Module:
@@ -16,6 +17,10 @@ def build_linear(features: int = 3) -> torch.nn.Module:
 
 
 class ToyTrainer(Trainer):
+    #: The toy leaves a non-finite update out itself (one model, no BatchNorm, a host read per step):
+    #: it declares so by hand, as a trainer that does not use the TrainerKit must.
+    capabilities = frozenset({NONFINITE_SKIP})
+
     def setup(self) -> None:
         cfg = self.config.toy
         features = cfg.model.options.get("features", 3)

@@ -1,0 +1,231 @@
+"""The trainer kit: multi-network, multi-optimizer GAN steps, right for every trainer.
+
+A GAN step updates several networks with several optimizers, and doing that
+correctly at scale takes more than ``loss.backward(); opt.step()``: gradient
+accumulation groups (a short last group at the end of an epoch included), DDP
+``no_sync`` while accumulating, one GradScaler per optimizer (fp16), gradient
+clipping, freezing the networks not being updated, leaving out the update of
+a batch whose loss is not finite without a host sync (restoring its BatchNorm
+statistics), step-unit LR schedulers, and every process of a distributed run
+agreeing. The kit does all of it, the same way for every trainer, in the
+spirit of Accelerate's ``accumulate()``/``backward()`` and Lightning's manual
+optimization (``toggle_optimizer``)::
+
+    class MyTrainer(Trainer):
+        kit = TrainerKit()                      # this trainer honours loop.nonfinite: skip
+
+        def setup(self):
+            ...
+            self.kit.accumulate = cfg.accumulate
+            self.update_d = self.kit.update(self.d_train, self.opt_d)
+            self.update_g = self.kit.update(self.g_train, self.opt_g, scheduler=self.sched_g)
+
+        @hookimpl
+        def train_step(self, batch, batch_idx):
+            with self.kit.step(batch_idx):
+                fake = self.g_train(z)
+                with self.update_d:
+                    self.update_d.backward(d_loss(self.d_train(real), self.d_train(fake.detach())))
+                with self.update_g:
+                    self.update_g.backward(g_loss(self.d_judge(fake)))
+            return {...}
+
+Declaring ``kit = TrainerKit()`` on the class adds ``"nonfinite_skip"`` to
+the trainer's ``capabilities`` (see :mod:`nectargan_core.capabilities`), so
+the config may ask for ``loop.nonfinite: skip``; ``self.kit`` is then each
+trainer object's own kit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+
+import torch
+
+from .accumulation import AccumulationGroup
+from .capabilities import NONFINITE_SKIP
+from .update import Update, unique_parameters
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .trainer import Trainer
+
+
+class Step:
+    """One training batch, as a context: ``with self.kit.step(batch_idx) as step:`` around ``train_step``'s body.
+
+    Entering it: while the batch is not the last of its accumulation group,
+    the DDP wrappers among the updates' networks stop synchronising gradients
+    (``no_sync``); under ``loop.nonfinite: skip`` the networks' buffers
+    (BatchNorm statistics) are saved. Leaving it: on a group's last batch, an
+    update that has gradients of the group but was not entered in this batch
+    steps; under ``skip``, when a loss of the batch was not finite in any
+    process, the buffers are restored.
+    """
+
+    def __init__(self, kit: "TrainerKit", group: AccumulationGroup, skip: bool) -> None:
+        self.kit = kit
+        #: This batch's place in its accumulation group (``group.last``: the optimizers step).
+        self.group = group
+        #: Whether ``loop.nonfinite`` is ``skip``: losses are flagged and a bad batch is undone.
+        self.skip = skip
+        #: Device flags of this batch's losses (under ``skip``).
+        self.flags: list[torch.Tensor] = []
+        self._saved: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._stack = contextlib.ExitStack()
+
+    @property
+    def last(self) -> bool:
+        """Whether this batch ends its accumulation group (the optimizers step after it)."""
+        return self.group.last
+
+    def __enter__(self) -> "Step":
+        kit = self.kit
+        if kit._step is not None:
+            raise RuntimeError("TrainerKit.step: steps do not nest")
+        if self.skip:
+            self._saved = [(b, b.clone()) for b in kit._buffers()]
+        if not self.group.last:
+            for wrapper in kit._wrappers():
+                self._stack.enter_context(wrapper.no_sync())
+        kit._step = self
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        kit = self.kit
+        try:
+            if exc_type is None and self.group.last:
+                for update in kit.updates:
+                    if update.pending:
+                        update.step()
+        finally:
+            kit._step = None
+            self._stack.close()
+        if exc_type is None and self.flags:
+            bad = kit._bound("end a step").dist.any_on_device(torch.stack(self.flags).any())
+            for buffer, copy in self._saved:
+                buffer.copy_(torch.where(bad, copy, buffer))
+
+
+class TrainerKit:
+    """Declare as a class attribute of a Trainer (``kit = TrainerKit()``); use ``self.kit``.
+
+    Read from a trainer object, the attribute is that trainer's own kit (made
+    on first use); read from the class, it is the declaration.
+    """
+
+    #: What a trainer that declares the kit supports (added to its ``capabilities``).
+    capabilities: ClassVar[frozenset[str]] = frozenset({NONFINITE_SKIP})
+
+    def __init__(self) -> None:
+        #: The trainer this kit serves (None on the class-level declaration).
+        self.trainer: "Trainer | None" = None
+        self.updates: list[Update] = []
+        self._accumulate = 1
+        self._name: str | None = None
+        self._step: Step | None = None
+        self._active: Update | None = None
+        self._params: list[torch.nn.Parameter] | None = None
+        self._ddp: list[Any] | None = None
+
+    # -- the declaration -----------------------------------------------------
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+        owner.capabilities = frozenset(getattr(owner, "capabilities", frozenset())) | self.capabilities
+
+    def __get__(self, trainer: Any, owner: type | None = None) -> "TrainerKit":
+        if trainer is None:
+            return self
+        if self._name is None:
+            raise RuntimeError("TrainerKit: declare it in the Trainer class body (kit = TrainerKit())")
+        kit = TrainerKit()
+        kit.trainer = trainer
+        trainer.__dict__[self._name] = kit  # stored on the object: later reads find it there
+        return kit
+
+    # -- set-up ---------------------------------------------------------------
+    @property
+    def accumulate(self) -> int:
+        """Batches whose gradients are summed per optimizer step (default 1); set it in ``setup``."""
+        return self._accumulate
+
+    @accumulate.setter
+    def accumulate(self, every: int) -> None:
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise ValueError(f"TrainerKit.accumulate must be an int >= 1 (got {every!r})")
+        self._accumulate = every
+
+    def update(self, networks: torch.nn.Module | Sequence[torch.nn.Module], optimizer: torch.optim.Optimizer, *,
+               scaler: "torch.amp.GradScaler | None" = None, scheduler: Any = None,
+               clip: float | None = None) -> Update:
+        """Declare that ``optimizer`` updates ``networks``; returns the :class:`Update` to train with.
+
+        ``networks`` is a module or a sequence of modules, as the trainer calls
+        them in training: pass the DDP wrappers ``self.parallel`` returned, so
+        the kit can skip their gradient synchronisation while accumulating.
+        ``scaler`` is this update's own GradScaler (fp16; track it), or None.
+        ``scheduler`` is stepped after every optimizer step of this update
+        (a step-unit LR scheduler; step epoch-unit ones in ``on_epoch_end``).
+        ``clip`` is the largest norm of the networks' gradients, or None.
+        """
+        self._bound("declare an update")
+        nets = [networks] if isinstance(networks, torch.nn.Module) else list(networks)
+        if not nets or not all(isinstance(n, torch.nn.Module) for n in nets):
+            raise TypeError("TrainerKit.update: networks must be a torch.nn.Module or a sequence of them")
+        update = Update(self, nets, optimizer, scaler=scaler, scheduler=scheduler, clip=clip)
+        self.updates.append(update)
+        self._params = self._ddp = None
+        for other in self.updates:
+            other._others = None
+        return update
+
+    # -- the step -------------------------------------------------------------
+    def step(self, batch_idx: int) -> Step:
+        """The context of training batch ``batch_idx`` (the hook's argument): see :class:`Step`."""
+        trainer = self._bound("start a step")
+        group = AccumulationGroup.of(batch_idx, self._accumulate, trainer.num_batches())
+        return Step(self, group, skip=trainer.config.loop.nonfinite == "skip")
+
+    # -- internals ------------------------------------------------------------
+    def _bound(self, what: str) -> "Trainer":
+        if self.trainer is None:
+            raise RuntimeError(f"cannot {what} on the TrainerKit declaration; use it through the trainer "
+                               "object (self.kit), with `kit = TrainerKit()` declared on the Trainer class")
+        return self.trainer
+
+    def _current_step(self, what: str) -> Step:
+        if self._step is None:
+            raise RuntimeError(f"cannot {what} outside `with self.kit.step(batch_idx):`")
+        return self._step
+
+    def _parameters(self) -> list[torch.nn.Parameter]:
+        """Every parameter of every update's networks, each once."""
+        if self._params is None:
+            self._params = unique_parameters([n for u in self.updates for n in u.networks])
+        return self._params
+
+    def _buffers(self) -> list[torch.Tensor]:
+        seen: set[int] = set()
+        buffers = []
+        for update in self.updates:
+            for network in update.networks:
+                for buffer in network.buffers():
+                    if id(buffer) not in seen:
+                        seen.add(id(buffer))
+                        buffers.append(buffer)
+        return buffers
+
+    def _wrappers(self) -> list[Any]:
+        """The DistributedDataParallel modules among (or inside) the updates' networks."""
+        if self._ddp is None:
+            from torch.nn.parallel import DistributedDataParallel
+
+            seen: set[int] = set()
+            self._ddp = []
+            for update in self.updates:
+                for network in update.networks:
+                    for module in network.modules():
+                        if isinstance(module, DistributedDataParallel) and id(module) not in seen:
+                            seen.add(id(module))
+                            self._ddp.append(module)
+        return self._ddp
