@@ -38,7 +38,7 @@ def repeated_terms(keys: Iterable[str]) -> dict[str, str]:
     """
     groups: dict[str, list[str]] = {}
     for key in keys:
-        if "/" in key and not is_detail(key):
+        if isinstance(key, str) and "/" in key and not is_detail(key):
             groups.setdefault(network_of(key), []).append(key)
     repeated = {}
     for network, members in groups.items():

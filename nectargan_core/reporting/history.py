@@ -78,7 +78,8 @@ class History:
 
     def repeated(self) -> dict[str, str]:
         """Loss terms equal to their network's total by construction, mapped to it (``D/gan_d`` -> ``D/total``)."""
-        return repeated_terms({key: None for record in self.of("train") for key in record.get("losses", {})})
+        losses = [record.get("losses") for record in self.of("train")]
+        return repeated_terms({key: None for mapping in losses if isinstance(mapping, Mapping) for key in mapping})
 
     def learning_rates(self) -> dict[str, Series]:
         """The learning rate of each optimizer over training."""

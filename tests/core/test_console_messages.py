@@ -22,6 +22,7 @@ PIX2PIX_LOG = {"D/gan_d": 0.6002, "D/total": 0.6002, "D/gan_d.raw": 1.2004, "D/g
 def test_the_readout_shows_each_total_once_and_the_terms_that_add_to_it():
     assert readout(PIX2PIX_LOG) == "D/total 0.6002  G/total 33.24 (gan 0.8704, l1 32.37)"
     assert repeated_terms(PIX2PIX_LOG) == {"D/gan_d": "D/total"}
+    assert repeated_terms([3, None, "D/gan_d", "D/total"]) == {"D/gan_d": "D/total"}  # a log from another tool
     wgan = {"D/gan_d": -0.5, "D/gp": 0.25, "D/total": -0.25, "G/gan": 1.0, "G/l1": 20.0, "G/sobel": 0.0,
             "G/sobel.weight": 0.0, "G/l2": 3.0, "G/vgg": 4.0, "G/total": 28.0}
     assert readout(wgan, max_terms=3) == \
