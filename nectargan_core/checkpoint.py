@@ -50,7 +50,8 @@ def save_checkpoint(payload: Mapping[str, Any], path: str | Path) -> Path:
     try:
         atomic_write(path, lambda handle: torch.save(data, handle))
         sidecar = {"file": path.name, "size": path.stat().st_size, "sha256": sha256_of(path),
-                   "epoch": payload.get("epoch"), "global_step": payload.get("global_step")}
+                   "epoch": payload.get("epoch"), "global_step": payload.get("global_step"),
+                   "provenance": (payload.get("config") or {}).get("provenance")}  # readable without torch
         atomic_write_text(sidecar_path(path), json.dumps(sidecar, indent=2) + "\n")
     except (OSError, RuntimeError) as exc:  # a full or read-only disk: the temp file is gone, earlier ones intact
         cause = os_error_of(exc)

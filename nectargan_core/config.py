@@ -21,7 +21,9 @@ from typing import Any, ClassVar, Iterable, Literal, Mapping, Optional, Union
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -35,6 +37,8 @@ from pydantic_core import PydanticCustomError, PydanticUndefined
 from .capabilities import check_capabilities
 from .errors import ConfigError, PluginError
 from .limits import MAX_CONFIG_BYTES, MAX_INT, MIN_INT, Seed, Threads, check_data, check_name
+from .provenance import KEY as PROVENANCE_KEY
+from .provenance import PartRecord, validate_recorded
 from .registry import Registry
 from .strict_yaml import dump_yaml_text, load_yaml
 from .text import printable
@@ -82,6 +86,8 @@ class RunSection(Section):
     deterministic: bool = Field(False, description="Use deterministic algorithms (bit-exact resume on CPU)")
     threads: Optional[Threads] = Field(None, description="torch intra-op threads (default: torch's choice)")
     init_from: Optional[str] = Field(None, description="Checkpoint to take network weights from (fine-tuning)")
+    init_from_strict: bool = Field(
+        True, description="init_from must fit every network exactly; false: load what fits, report what stays random")
 
     @field_validator("device")
     @classmethod
@@ -148,6 +154,8 @@ class CoreConfig(Section):
     callbacks: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Callbacks enabled for this run, name -> options"
     )
+    provenance: list[PartRecord] = Field(
+        default_factory=list, description="Written by nectargan: the distribution and version of every part named")
 
     @field_validator("visualizers", "callbacks", mode="before")
     @classmethod
@@ -172,7 +180,9 @@ class CoreConfig(Section):
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved config as plain JSON-ready data (what run directories store)."""
-        return self.model_dump(mode="json")
+        data = self.model_dump(mode="json")
+        data[PROVENANCE_KEY] = data.pop(PROVENANCE_KEY)  # last: it describes the sections above
+        return data
 
 
 def plain_name(value: str) -> str:
@@ -354,15 +364,22 @@ def validate_options(
 
 
 class ComponentChoice(BaseModel):
-    """A named part plus its options, e.g. ``{name: unet_256, norm: instance}``.
+    """A named part plus its options, e.g. ``{name: unet_256, norm: instance}``, or a bare name.
 
     Subclass with ``kind`` set (see :func:`choice_of`); the options are checked
     against the part's registered options model and filled with its defaults.
+    A bare name (``unet_256``, or ``nectargan-models:unet_256``) means that part
+    with its default options.
     """
 
     model_config = ConfigDict(extra="allow")
     kind: ClassVar[str] = ""
     name: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _check_options(self, info: ValidationInfo) -> "ComponentChoice":
@@ -388,6 +405,47 @@ def choice_of(kind: str, default: str | None = None) -> type[ComponentChoice]:
     model = create_model(name, __base__=ComponentChoice, __module__=__name__, **fields)
     model.kind = kind
     return model
+
+
+def name_of(kind: str) -> Any:
+    """A field type for the name of a registered part of ``kind``, checked when the config is validated.
+
+    ``metric: name_of("loss") = Field("l1", validate_default=True)``: the value is
+    a bare name or ``distribution:name``; an unknown or ambiguous name fails at
+    config time with the same message as the core's own names (a "did you mean",
+    the names available). Works in lists too: ``list[name_of("loss")]``.
+    """
+    from typing import Annotated
+
+    def check(value: str, info: ValidationInfo) -> str:
+        registry = registry_from(info)
+        if registry is not None:
+            try:
+                registry.get(kind, value)
+            except PluginError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    return Annotated[str, AfterValidator(check), Field(json_schema_extra={"nectargan_kind": kind})]
+
+
+def parts_of(kind: str) -> Any:
+    """A field type for several parts of ``kind`` with their options, like ``visualizers``.
+
+    Accepts ``{name: {option: value}}``, ``[name, ...]`` or ``[{name: ..., option: value}]``;
+    each name is checked and its options validated and filled with their
+    defaults when the config is validated.
+    """
+    from typing import Annotated
+
+    def check(value: dict[str, dict[str, Any]], info: ValidationInfo) -> dict[str, dict[str, Any]]:
+        registry = registry_from(info)
+        if registry is None:
+            return value
+        return {name: validate_options(registry, kind, name, options or {}, info) for name, options in value.items()}
+
+    return Annotated[dict[str, dict[str, Any]], BeforeValidator(names_to_dict), AfterValidator(check),
+                     Field(json_schema_extra={"nectargan_kind": kind})]
 
 
 # -- building the model ------------------------------------------------------
@@ -447,6 +505,18 @@ def _add_section(fields: dict[str, Any], owners: dict[str, str], name: str, spec
 
 
 def validate_config(
+    data: Mapping[str, Any], registry: Registry | None, *, source: str = "config"
+) -> CoreConfig:
+    """Validate raw config data; raise :class:`ConfigError` naming every bad key.
+
+    The result records who provided each part it names (``provenance``); a
+    ``provenance`` block in ``data`` is checked against what is installed now
+    (see :mod:`nectargan_core.provenance`).
+    """
+    return validate_recorded(data, registry, source, _validate_sections)
+
+
+def _validate_sections(
     data: Mapping[str, Any], registry: Registry | None, *, source: str = "config"
 ) -> CoreConfig:
     """Validate raw config data; raise :class:`ConfigError` naming every bad key."""
@@ -614,7 +684,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_+\-]*(\.[A-Za-z_][A-Za-z0-9_+\-]*)*$")
+KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_+:\-]*(\.[A-Za-z_][A-Za-z0-9_+:\-]*)*$")
 
 
 def parse_override_value(raw: str) -> Any:
@@ -695,17 +765,18 @@ def dump_yaml(data: Mapping[str, Any]) -> str:
 
 
 def starter_yaml(model: type[BaseModel], values: Mapping[str, Any] | None = None,
-                 registry: Registry | None = None, derived: Mapping[str, str] | None = None) -> str:
-    """A commented YAML file listing every key with its default and description.
+                 registry: Registry | None = None, derived: Mapping[str, str] | None = None,
+                 title: list[str] | None = None) -> str:
+    """A commented YAML file listing every key with its description, and its default (or its value in ``values``).
 
-    ``values`` are the defaults to show (a validated config's ``to_dict()``; without
+    ``values`` are the values to show (a validated config's ``to_dict()``; without
     them the model's own defaults). With ``registry``, each chosen part (the dataset,
     the generator, ...) is written out with every one of its options. Keys in
     ``derived`` are taken from another key when the config is resolved: they are
     written commented out, naming their source.
     """
-    lines = ["# NectarGAN run config. Every key is optional; shown values are the defaults.",
-             "# Validate with: nectargan config validate FILE", ""]
+    lines = [*(title or ["# NectarGAN run config. Every key is optional; shown values are the defaults.",
+                         "# Validate with: nectargan config validate FILE"]), ""]
     if values is None:
         values = model().model_dump(mode="json") if _constructible(model) else {}
     _emit(model, values, lines, 0, registry, dict(derived or {}), "")
@@ -732,6 +803,8 @@ def _emit(model: type[BaseModel], values: Mapping[str, Any], lines: list[str], i
     pad = "  " * indent
     derived = derived or {}
     for name, info in model.model_fields.items():
+        if indent == 0 and name == PROVENANCE_KEY:
+            continue  # nectargan writes it
         value = values.get(name)
         key = f"{prefix}{name}"
         sub = _submodel(info.annotation)
@@ -754,8 +827,7 @@ def _emit_choice(kind: str, values: Mapping[str, Any], lines: list[str], indent:
                  derived: Mapping[str, str], prefix: str) -> None:
     """A chosen part as a section: its name (with the installed alternatives), then every option.
 
-    Options show their declared defaults, not values computed from others
-    (``dropout_layers: null`` follows ``depth``; a computed 3 would not).
+    Options show their values, and their declared defaults where ``values`` lacks them.
     """
     pad = "  " * indent
     installed = ", ".join(registry.names(kind))
@@ -764,7 +836,7 @@ def _emit_choice(kind: str, values: Mapping[str, Any], lines: list[str], indent:
     if options is None:
         return
     defaults = options.model_construct().model_dump(mode="json")
-    _emit(options, {**{k: v for k, v in values.items() if k != "name"}, **defaults}, lines, indent, registry,
+    _emit(options, {**defaults, **{k: v for k, v in values.items() if k != "name"}}, lines, indent, registry,
           derived, prefix)
 
 

@@ -35,3 +35,9 @@ class RunDirError(NectarGANError):
 
 class TrainingError(NectarGANError):
     """Training cannot go on: a non-finite loss or weights, out of memory, a full or read-only disk."""
+
+
+class NameConflictError(PluginError):
+    """A bare name that several plugins provide: the user must say which one (a usage error)."""
+
+    exit_code = 2

@@ -113,6 +113,15 @@ class RegistrationSpecs:
         """
 
     @hookspec
+    def register_presets(self, register: Register) -> None:
+        """Register named run configs that ``nectargan config init --preset NAME`` starts from.
+
+        ``register(name, config, description=...)`` where ``config`` is a
+        mapping of config values (or a ``"module:attribute"`` string naming
+        one) that names its ``trainer``; keys it leaves out keep their defaults.
+        """
+
+    @hookspec
     def register_commands(self, cli: "click.Group") -> None:
         """Add click commands to the ``nectargan`` command line: ``cli.add_command(cmd)``.
 
@@ -137,8 +146,8 @@ class RunSpecs:
         on_train_end
         on_exception                      (instead of the rest, if anything raises)
 
-    ``on_load_checkpoint`` is called once, before ``on_train_start``, when a
-    run resumes. Implementations run in reverse order of registration
+    ``on_load_checkpoint`` and then ``on_resume`` are called once, before
+    ``on_train_start``, when a run resumes. Implementations run in reverse order of registration
     (callbacks, then visualizers, then the trainer, so the trainer runs first),
     subject to pluggy's ``tryfirst``/``trylast``.
     """
@@ -222,6 +231,16 @@ class RunSpecs:
         self, trainer: "Trainer", checkpoint: Mapping[str, Any]
     ) -> None:
         """Restore plugin state from ``checkpoint["plugins"]`` when a run resumes."""
+
+    @hookspec
+    def on_resume(self, trainer: "Trainer", checkpoint: Mapping[str, Any], step: int) -> None:
+        """Called once when a run resumes, after ``on_load_checkpoint``: the run restarts after ``step``.
+
+        ``step`` is the global step of the checkpoint resumed from. Anything a
+        part wrote for a later step (rows of its own files, points it sent) came
+        from the run before the resume, which this run repeats: drop it here.
+        The engine has already cut ``metrics.jsonl`` back to ``step``.
+        """
 
     @hookspec
     def on_train_end(self, trainer: "Trainer") -> None:

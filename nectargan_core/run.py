@@ -32,10 +32,12 @@ from .checkpoint import load_checkpoint
 from .config import CoreConfig, dump_yaml, load_config, load_file
 from .device import resolve_device, seed_everything, set_deterministic
 from .distributed import Distributed
-from .errors import CheckpointError, ConfigError, PluginError
-from .guard import guard
+from .errors import CheckpointError, ConfigError, NectarGANError, PluginError
+from .guard import GuardedPart, guard
+from .hookcheck import check_object, check_run_parts
 from .metrics import read_metrics
 from .plugins import PluginHost, env_flag, get_plugins, make_tracer
+from .provenance import pins_for
 from .rundir import RunDir, latest_run
 from .trainer import Trainer
 
@@ -59,7 +61,11 @@ class Run:
         self.config = config
         self.init_report: dict[str, Any] | None = None
         self.run_dir = run_dir
-        component = trainer_component(config, self.host)
+        if config.trainer is None:
+            names = ", ".join(self.host.registry.names("trainer")) or "none installed"
+            raise ConfigError(f"trainer: no trainer chosen; set 'trainer' in the config or use --trainer (installed: {names})")
+        registry = self.host.registry.pinned(pins_for(config))  # bare names resolve as the config recorded them
+        component = registry.get("trainer", config.trainer, key="trainer")
         trainer_cls = component.load()
         if not (isinstance(trainer_cls, type) and issubclass(trainer_cls, Trainer)):
             raise PluginError(
@@ -74,7 +80,7 @@ class Run:
         sections = [("callback", config.callbacks)] + ([("visualizer", config.visualizers)] if self.dist.is_main else [])
         for kind, section in sections:
             for name, options in section.items():
-                part = self.host.registry.get(kind, name, key=f"{kind}s").load()(**options)
+                part = registry.get(kind, name, key=f"{kind}s").load()(**options)
                 label = f"{kind} '{name}'"
                 self._register(guard(part, label, self.pm.parse_hookimpl_opts, self.host.strict),
                                f"{kind}:{name}")
@@ -90,19 +96,28 @@ class Run:
         device = self.dist.device(resolve_device(run_cfg.device))
         self.trainer: Trainer = trainer_cls(
             config=config, run_dir=run_dir, hook=self.pm.hook, device=device, name=component.name,
-            registry=self.host.registry, dist=self.dist,
+            registry=registry, dist=self.dist,
         )
         self._register(self.trainer, f"trainer:{component.name}")
         if checkpoint is not None:
             self.trainer.load_checkpoint(checkpoint)
         elif run_cfg.init_from:
-            self.init_report = self.trainer.init_from(run_cfg.init_from)
+            try:
+                self.init_report = self.trainer.init_from(run_cfg.init_from, strict=run_cfg.init_from_strict)
+            except NectarGANError as exc:  # the new run directory says why it never trained
+                if self.dist.is_main:
+                    run_dir.write_status("failed", epoch=0, step=0, error=f"{type(exc).__name__}: {exc}")
+                raise
 
     def _register(self, plugin: Any, name: str) -> None:
+        part = plugin._part if isinstance(plugin, GuardedPart) else plugin
+        problems = check_object(part, name, "run")  # one line per problem, not pluggy's three
+        if problems:
+            raise PluginError("\n".join(problems))
         try:
             self.pm.register(plugin, name=name)
         except Exception as exc:  # pluggy validation errors
-            raise PluginError(f"{name}: invalid hook implementation: {exc}") from None
+            raise PluginError(f"{name}: invalid hook implementation: {str(exc).strip().splitlines()[-1]}") from None
         for caller in self.pm.get_hookcallers(plugin) or []:
             if not caller.has_spec():
                 self.pm.unregister(plugin)
@@ -123,6 +138,9 @@ class Run:
         """A new run (new ``version_N`` directory) from a config file, dict or object."""
         host = host or get_plugins()
         resolved = load_config(config, overrides, host.registry)
+        if resolved.run.init_from and not Path(resolved.run.init_from).is_file():  # before a run directory exists
+            raise CheckpointError(f"{resolved.run.init_from}: checkpoint file not found (run.init_from)")
+        check_run_parts(resolved, host.registry.pinned(pins_for(resolved)))  # before a run directory exists
         restarted = elastic_restart_target(resolved.run.output_dir, resolved.run.name)
         if restarted is not None:
             if os.environ.get("RANK", "0") == "0":
@@ -161,6 +179,7 @@ class Run:
         run_dir = latest_run(output_dir, name) if str(target) == "latest" else RunDir.open(target)
         data = load_file(run_dir.config_file)
         resolved = load_config(data, overrides, host.registry)
+        check_run_parts(resolved, host.registry.pinned(pins_for(resolved)))
         dist = Distributed.from_environment(resolved.distributed, resolved.run.device)
         # Every process resumes the run rank 0 chose, from the checkpoint rank 0 chose.
         run_dir = RunDir(Path(dist.broadcast(str(run_dir.path))))
@@ -215,20 +234,16 @@ class Run:
         self.dist.close()
 
 
-def trainer_component(config: CoreConfig, host: PluginHost) -> Any:
-    """The registered trainer the config names, or a one-line error when it names none."""
+def check_before_run_dir(config: CoreConfig, host: PluginHost) -> None:
+    """What can be refused without training is refused before a run directory is made for it."""
     if config.trainer is None:
         names = ", ".join(host.registry.names("trainer")) or "none installed"
         raise ConfigError(f"trainer: no trainer chosen; set 'trainer' in the config or use --trainer (installed: {names})")
-    return host.registry.get("trainer", config.trainer, key="trainer")
-
-
-def check_before_run_dir(config: CoreConfig, host: PluginHost) -> None:
-    """What can be refused without training is refused before a run directory is made for it."""
-    trainer_cls = trainer_component(config, host).load()
+    registry = host.registry.pinned(pins_for(config))  # bare names resolve as the config recorded them
+    trainer_cls = registry.get("trainer", config.trainer, key="trainer").load()
     check = getattr(trainer_cls, "check_config", None)
     if callable(check):
-        check(config, host.registry)
+        check(config, registry)
 
 
 def find_resume_checkpoint(run_dir: RunDir) -> tuple[Path, dict[str, Any]]:

@@ -663,48 +663,37 @@ class Trainer:
             old.unlink(missing_ok=True)
             old.with_name(old.name + ".json").unlink(missing_ok=True)
 
-    def init_from(self, source: Any) -> dict[str, dict[str, list[str]]]:
-        """Load network weights only (fine-tuning), reporting what did not fit.
+    def init_from(self, source: Any, *, strict: bool = True) -> dict[str, dict[str, list[str]]]:
+        """Load network weights only (fine-tuning); never a silent partial load.
 
         Every tracked ``nn.Module`` takes the tensors of the same name and shape
         from the checkpoint; optimizers, schedules, the loop position and RNG
-        states are not touched. Returns, per network, the ``loaded``,
-        ``missing`` (in the model, not the checkpoint), ``unexpected`` (in the
-        checkpoint only) and ``mismatched`` (shape differs) tensor names, and
-        prints a one-line summary per network.
+        states are not touched. With ``strict`` every network must be in the
+        checkpoint and fit it exactly, else nothing is loaded and an
+        :class:`~nectargan_core.init_from.InitFromError` names what does not fit;
+        without, what fits is loaded and the report says what stays at its
+        initialisation (see :mod:`nectargan_core.init_from`). Returns, per
+        network, the ``loaded``, ``missing``, ``unexpected`` and ``mismatched``
+        tensor names, and prints one line per network.
         """
+        from .init_from import check_matches, match_network, networks_of, report_line
+
         self.prepare()
         checkpoint = source if isinstance(source, Mapping) else load_checkpoint(source)
         where = "checkpoint" if isinstance(source, Mapping) else str(source)
-        state = checkpoint.get("state", {})
-        report: dict[str, dict[str, list[str]]] = {}
-        for name, module in self.stateful.items():
-            if not isinstance(module, torch.nn.Module):
-                continue
-            own = module.state_dict()
-            theirs = state.get(name)
-            if not isinstance(theirs, Mapping):
-                report[name] = {"loaded": [], "missing": sorted(own), "unexpected": [], "mismatched": []}
-                if self.is_main:
-                    print(f"init_from: {where} has no weights for '{name}'; it keeps its initialisation",
-                          file=sys.stderr)
-                continue
-            mismatched = sorted(k for k, v in theirs.items() if k in own and own[k].shape != v.shape)
-            loadable = {k: v for k, v in theirs.items() if k in own and own[k].shape == v.shape}
-            module.load_state_dict(loadable, strict=False)
-            entry = {
-                "loaded": sorted(loadable),
-                "missing": sorted(k for k in own if k not in theirs),
-                "unexpected": sorted(k for k in theirs if k not in own),
-                "mismatched": [f"{k} {list(theirs[k].shape)} vs {list(own[k].shape)}" for k in mismatched],
-            }
-            report[name] = entry
-            problems = "; ".join(f"{kind}: {', '.join(entry[kind][:5])}" + (" ..." if len(entry[kind]) > 5 else "")
-                                 for kind in ("missing", "unexpected", "mismatched") if entry[kind])
+        state = networks_of(checkpoint, where)
+        networks = {name: module for name, module in self.stateful.items() if isinstance(module, torch.nn.Module)}
+        matches = [match_network(name, module, state.get(name), where) for name, module in networks.items()]
+        held = [key for key, value in state.items() if isinstance(value, Mapping) and value
+                and all(isinstance(tensor, torch.Tensor) for tensor in value.values())]
+        check_matches(matches, where, strict=strict, held=held)
+        for match in matches:
+            if match.loaded:
+                theirs = state[match.name]
+                networks[match.name].load_state_dict({k: theirs[k] for k in match.loaded}, strict=False)
             if self.is_main:
-                print(f"init_from: '{name}' loaded {len(loadable)}/{len(own)} tensors from {where}"
-                      + (f" ({problems})" if problems else ""), file=sys.stderr)
-        return report
+                print(report_line(match, where), file=sys.stderr)
+        return {match.name: match.as_dict() for match in matches}
 
     def _own_state(self, checkpoint: Mapping[str, Any]) -> dict[str, Any]:
         """This process's RNG state and loss sums from a checkpoint (each rank saved its own)."""
@@ -753,6 +742,7 @@ class Trainer:
         self._saved_at = (self.epochs_done, self.global_step)
         self.metrics_log.truncate_to(int(loop.get("metrics_records", 0)))
         self.hook.on_load_checkpoint(trainer=self, checkpoint=checkpoint)
+        self.hook.on_resume(trainer=self, checkpoint=checkpoint, step=self.global_step)
         return checkpoint
 
 

@@ -41,3 +41,46 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
     command = [str(exe)] if exe.exists() else [sys.executable, "-m", "nectargan_core"]
     return subprocess.run(command + list(args), cwd=cwd, env=full_env, capture_output=True,
                           text=True, timeout=timeout)
+
+
+KILLER = """
+import os
+import signal
+
+from nectargan_core import hookimpl
+
+
+class Killer:
+    '''SIGKILLs its own process right after training step KILL_STEP (when that variable is set).'''
+
+    def __init__(self):
+        self.step = int(os.environ.get("KILL_STEP", "0"))
+
+    @hookimpl
+    def on_train_batch_end(self, trainer):
+        if trainer.global_step == self.step:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+@hookimpl
+def register_callbacks(register):
+    register("sigkill", "sigkill_plugin:Killer", description="SIGKILLs the run after step KILL_STEP")
+"""
+
+
+def make_killer_dist(root: Path) -> Path:
+    """A plugin with the callback ``sigkill``, which kills the run after step ``$KILL_STEP``."""
+    return make_fake_dist(root, "nectargan-sigkill", "sigkill_plugin", KILLER, "sigkill")
+
+
+def killed_then_resumed(run_dir: Path, train_args: list[str], kill_step: int, *, env: dict[str, str],
+                        cwd: Path | None = None) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
+    """``nectargan train ARGS`` SIGKILLed after ``kill_step`` (its config enables ``sigkill``), then resumed.
+
+    ``env`` must put :func:`make_killer_dist`'s folder on PYTHONPATH. Returns both processes.
+    """
+    killed = run_cli("train", *train_args, env={**env, "KILL_STEP": str(kill_step)}, cwd=cwd)
+    assert killed.returncode == -9, f"not killed (exit {killed.returncode}): {killed.stderr[-2000:]}"
+    resumed = run_cli("train", "--resume", str(run_dir), env=env, cwd=cwd)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    return killed, resumed

@@ -8,6 +8,11 @@ epoch and per validation, and says at the end whether the run finished,
 stopped early or was interrupted, and where. Epochs are counted from 1
 everywhere. It reads only the records the engine has already brought to the
 host, so it adds no device synchronisation.
+
+After a resume it says where the run restarts, and prints the same lines an
+uninterrupted run would have printed from there (``every_logs`` counts the
+records kept in ``metrics.jsonl``); lines a killed run printed for later steps
+are superseded by the ones that follow.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from pydantic import Field
 from nectargan_core import hookimpl
 from nectargan_core.config import Section
 from nectargan_core.losskeys import readout
+from nectargan_core.metrics import read_metrics
 
 
 class ConsoleOptions(Section):
@@ -112,6 +118,13 @@ class ConsoleVisualizer:
             f"epoch {epoch + 1}/{trainer.config.loop.epochs}", total=trainer.num_batches(),
             completed=completed, speed="", losses="",
         )
+
+    @hookimpl
+    def on_resume(self, trainer: Any, step: int) -> None:
+        # The records this run already logged: the next line printed is the one an uninterrupted run prints next.
+        self._logs = sum(1 for _ in read_metrics(trainer.run_dir.metrics_file, "train"))
+        self._print(f"resuming '{trainer.name}' after step {step} (epoch {trainer.epochs_done + 1}, "
+                    f"batch {trainer.batch_in_epoch}): lines printed before the stop for later steps are superseded")
 
     @hookimpl
     def on_epoch_start(self, trainer: Any, epoch: int) -> None:

@@ -10,8 +10,10 @@ import click
 from ..atomic import atomic_write_text, describe_os_error
 from ..config import build_config_model, derived_keys, dump_yaml, load_config, starter_yaml, validate_config
 from ..errors import ConfigError, NectarGANError
+from ..presets import preset_data
+from ..registry import Registry
 from ..plugins import get_plugins
-from .options import all_overrides, config_options
+from .options import all_overrides, config_options, config_source
 
 
 @click.group("config")
@@ -22,15 +24,18 @@ def config_group() -> None:
 @config_group.command("show")
 @config_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of YAML.")
-def show(config_file: str | None, overrides: tuple[str, ...], trainer: str | None, as_json: bool) -> None:
-    """Print the resolved config: the file, the overrides and every default.
+def show(config_file: str | None, preset: str | None, overrides: tuple[str, ...], trainer: str | None,
+         as_json: bool) -> None:
+    """Print the resolved config: the file (or preset), the overrides and every default.
 
     \b
     Examples:
       nectargan config show -c run.yaml --set loop.epochs=5
       nectargan config show --trainer pix2pix --json
+      nectargan config show --preset pix2pix-reference
     """
-    config = load_config(config_file, all_overrides(overrides, trainer), get_plugins().registry)
+    source = config_source(config_file, preset)
+    config = load_config(source, all_overrides(overrides, trainer), get_plugins().registry)
     data = config.to_dict()
     click.echo(json.dumps(data, indent=2) if as_json else dump_yaml(data).rstrip())
 
@@ -67,8 +72,10 @@ def schema(trainer: str | None) -> None:
               help="Write to FILE instead of printing (missing folders are created).")
 @click.option("--trainer", metavar="NAME", default=None, help="Include this trainer's sections.")
 @click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
-def init(output: str | None, trainer: str | None, force: bool) -> None:
-    """Write a commented starter config with every key and its default.
+@click.option("--preset", metavar="NAME", default=None,
+              help="Start from a registered preset (a recipe such as pix2pix-reference) instead of the defaults.")
+def init(output: str | None, trainer: str | None, force: bool, preset: str | None) -> None:
+    """Write a commented starter config with every key and its default (or the preset's value).
 
     Each chosen part (the dataset, the generator, the discriminator, ...) is
     written with every one of its options. Keys the trainer takes from another
@@ -76,13 +83,17 @@ def init(output: str | None, trainer: str | None, force: bool) -> None:
     commented out, naming that key.
 
     \b
-    Example:
+    Examples:
       nectargan config init --trainer pix2pix -o run.yaml
+      nectargan config init --preset pix2pix-reference -o reference.yaml
     """
     registry = get_plugins().registry
-    model = build_config_model(registry, trainer)
-    config = validate_config({"trainer": trainer} if trainer else {}, registry, source="defaults")
-    text = starter_yaml(model, config.to_dict(), registry, derived_keys(config, registry))
+    if preset is not None:
+        text = preset_yaml(registry, preset, trainer)
+    else:
+        config = validate_config({"trainer": trainer} if trainer else {}, registry, source="defaults")
+        text = starter_yaml(build_config_model(registry, trainer), config.to_dict(), registry,
+                            derived_keys(config, registry))
     if output is None:
         click.echo(text.rstrip())
         return
@@ -98,3 +109,17 @@ def init(output: str | None, trainer: str | None, force: bool) -> None:
             raise
         raise NectarGANError(f"cannot write the config: {problem}") from None
     click.echo(f"wrote {path}")
+
+
+def preset_yaml(registry: Registry, name: str, trainer: str | None) -> str:
+    """The starter config of preset ``name``: every key, with the preset's values where it sets them."""
+    data = preset_data(registry, name)
+    if trainer is not None and trainer != data["trainer"]:
+        raise ConfigError(f"--trainer {trainer}: preset '{name}' is a config for trainer '{data['trainer']}'")
+    config = load_config(data, (), registry)
+    component = registry.get("preset", name)
+    title = [f"# NectarGAN run config: preset '{name}' of {component.provided_by}",
+             f"# {component.description}" if component.description else "#",
+             "# Keys the preset does not set show their defaults. Validate with: nectargan config validate FILE"]
+    return starter_yaml(build_config_model(registry, data["trainer"]), values=config.to_dict(), registry=registry,
+                        derived=derived_keys(config, registry), title=title)

@@ -9,7 +9,9 @@ it is the user's to fix, whichever command met it.
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 
 import click
 
@@ -25,7 +27,9 @@ from .train_cmd import train_command
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "-V", "--version", prog_name="nectargan")
-def cli() -> None:
+@click.option("--traceback", "show_traceback", is_flag=True,
+              help="Show the full traceback of errors and of plugin failures (same as NECTARGAN_DEBUG=1).")
+def cli(show_traceback: bool) -> None:
     """NectarGAN: train paired image-to-image GANs (pix2pix) with plugins.
 
     \b
@@ -51,18 +55,32 @@ def report(error: NectarGANError) -> int:
     return error.exit_code
 
 
+def debugged(error: NectarGANError) -> NectarGANError:
+    """``error``, after printing its traceback when ``nectargan --traceback`` or ``NECTARGAN_DEBUG=1`` asks for it."""
+    if os.environ.get("NECTARGAN_DEBUG", "").strip().lower() in {"1", "true", "yes", "on"}:
+        traceback.print_exception(error)
+    return error
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: load plugins, add their commands, run."""
+    """Console entry point: load plugins, add their commands, run.
+
+    ``--traceback`` before the command (or ``NECTARGAN_DEBUG=1``) shows the
+    tracebacks of plugin failures and of the error a command ends with.
+    """
+    args = sys.argv[1:] if argv is None else argv
+    if "--traceback" in args[: next((i for i, a in enumerate(args) if not a.startswith("-")), len(args))]:
+        os.environ["NECTARGAN_DEBUG"] = "1"  # before plugins load, and for the processes commands start
     try:
         host = get_plugins()
         host.add_commands(cli)
     except NectarGANError as error:  # strict plugin mode
-        sys.exit(report(error))
+        sys.exit(report(debugged(error)))
     host.warn_failures()
     try:
         cli.main(args=argv, prog_name="nectargan", standalone_mode=False)
     except NectarGANError as error:
-        sys.exit(report(error))
+        sys.exit(report(debugged(error)))
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)

@@ -1,8 +1,9 @@
-"""``nectargan plugins``: what is installed, what it provides, and what failed; new, install, uninstall."""
+"""``nectargan plugins``: what is installed, what it provides, what failed and what conflicts; new, install, uninstall."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 import click
 
 from ..errors import PluginError
-from ..plugins import PluginInfo, get_plugins, normalize
+from ..plugins import PluginInfo, env_flag, get_plugins, normalize
 from ..scaffold import KINDS
 
 
@@ -20,21 +21,48 @@ def plugins_group() -> None:
     """Inspect, create, install and uninstall plugins."""
 
 
-def _components_text(info: PluginInfo) -> str:
-    parts = info.as_dict()["components"]
+def _components_text(parts: dict[str, list[str]]) -> str:
     return "; ".join(f"{kind}: {', '.join(names)}" for kind, names in parts.items()) or "-"
+
+
+def _show_traceback(flag: bool) -> bool:
+    return flag or env_flag(os.environ, "NECTARGAN_DEBUG")
+
+
+def _echo_entry(entry: dict[str, Any], traceback: bool, *, hooks: bool = True) -> None:
+    """One plugin as ``plugins list`` and ``plugins install`` show it (``entry`` is ``PluginInfo.as_dict()``)."""
+    version = f" {entry['version']}" if entry["version"] else ""
+    click.echo(f"{entry['name']} ({entry['distribution'] or entry['module']}{version}) [{entry['status']}]")
+    for line in entry["errors"]:
+        click.echo(f"  error: {line}")
+    if traceback and entry["traceback"]:
+        click.echo("  " + entry["traceback"].rstrip().replace("\n", "\n  "))
+    if hooks and entry["hooks"]:
+        click.echo(f"  hooks: {', '.join(entry['hooks'])}")
+    if entry["components"]:
+        click.echo(f"  provides: {_components_text(entry['components'])}")
+    if entry["commands"]:
+        click.echo(f"  commands: {', '.join(entry['commands'])}")
+    for line in entry["conflicts"]:
+        click.echo(f"  conflict: {line}")
 
 
 @plugins_group.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--all", "show_all", is_flag=True, help="Include the core's built-in plugins and disabled ones.")
-def list_plugins(as_json: bool, show_all: bool) -> None:
-    """List installed plugins with status, hooks and registered parts.
+@click.option("--traceback", "traceback", is_flag=True, help="Show the full traceback of each plugin failure.")
+def list_plugins(as_json: bool, show_all: bool, traceback: bool) -> None:
+    """List installed plugins with status, hooks, registered parts, commands and conflicts.
+
+    A name that two plugins register is listed under both as a conflict: it
+    stays usable as DISTRIBUTION:NAME. Run hooks of the trainers, visualizers
+    and callbacks are checked here (a bad one marks its plugin as error).
 
     \b
     Examples:
       nectargan plugins list
       nectargan plugins list --all --json
+      nectargan plugins list --traceback
     """
     host = get_plugins()
     infos = [
@@ -48,20 +76,14 @@ def list_plugins(as_json: bool, show_all: bool) -> None:
         click.echo("No plugins installed. Try: pip install nectargan-pix2pix")
         return
     for info in infos:
-        version = f" {info.version}" if info.version else ""
-        click.echo(f"{info.name} ({info.distribution or info.module}{version}) [{info.status}]")
-        if info.error:
-            click.echo(f"  error: {info.error}")
-        if info.hooks:
-            click.echo(f"  hooks: {', '.join(info.hooks)}")
-        if info.components:
-            click.echo(f"  provides: {_components_text(info)}")
+        _echo_entry(info.as_dict(), _show_traceback(traceback))
 
 
 @plugins_group.command("show")
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def show_plugin(name: str, as_json: bool) -> None:
+@click.option("--traceback", "traceback", is_flag=True, help="Show the full traceback of a failure.")
+def show_plugin(name: str, as_json: bool, traceback: bool) -> None:
     """Show one plugin (by entry-point or distribution name) and each part it registers.
 
     \b
@@ -78,12 +100,18 @@ def show_plugin(name: str, as_json: bool) -> None:
     click.echo(f"distribution: {info.distribution or '-'} {info.version or ''}".rstrip())
     click.echo(f"module:       {info.module}")
     click.echo(f"status:       {info.status}")
-    if info.error:
-        click.echo(f"error:        {info.error}")
+    for line in info.errors:
+        click.echo(f"error:        {line}")
+    if _show_traceback(traceback) and info.traceback:
+        click.echo(info.traceback.rstrip())
     click.echo(f"hooks:        {', '.join(info.hooks) or '-'}")
+    if info.commands:
+        click.echo(f"commands:     {', '.join(info.commands)}")
+    for line in info.conflicts:
+        click.echo(f"conflict:     {line}")
     for component in info.components:
         extra = f" - {component.description}" if component.description else ""
-        click.echo(f"  {component.kind} {component.name}{extra}")
+        click.echo(f"  {component.kind} {component.name} ({component.qualified}){extra}")
 
 
 @plugins_group.command("new")
@@ -116,9 +144,11 @@ def _pip(*args: str) -> None:
 
 
 def _fresh_plugin_list() -> list[dict[str, Any]]:
-    """Every plugin as a new process sees it: this process has already imported the old versions."""
+    """Every plugin as a new process sees it (this process has already imported the old versions),
+    with its run hooks checked, its commands and its conflicts."""
     done = subprocess.run([sys.executable, "-m", "nectargan_core", "plugins", "list", "--all", "--json"],
-                          capture_output=True, text=True, check=False)
+                          capture_output=True, text=True, check=False,
+                          env={**os.environ, "NECTARGAN_STRICT_PLUGINS": "0"})
     if done.returncode:
         last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
         raise PluginError(f"listing plugins in a new process failed: {last}")
@@ -132,18 +162,23 @@ def _matches(entry: dict[str, Any], names: set[str]) -> bool:
 @plugins_group.command("install", context_settings={"ignore_unknown_options": True})
 @click.argument("specs", nargs=-1, required=True)
 def install_plugins(specs: tuple[str, ...]) -> None:
-    """Install plugins with pip (into this environment) and check that they load.
+    """Install plugins with pip (into this environment) and check every installed plugin again.
 
     SPECS are anything pip installs (names, folders, wheels, URLs); pip options
-    such as --upgrade or --no-deps pass through. Exits non-zero when a plugin
-    it installed fails to load.
+    such as --upgrade or --no-deps pass through. Prints each plugin it added or
+    changed with its parts, commands and the names it shares with other
+    plugins (use DISTRIBUTION:NAME for those). Exits non-zero when a plugin it
+    installed fails to load, or a plugin that loaded before does not any more.
+    Set NECTARGAN_DEBUG=1 to see the tracebacks of failures.
 
     \b
     Examples:
       nectargan plugins install nectargan-visdom
       nectargan plugins install ./nectargan-sharpness
     """
-    before = {(e["name"], e["distribution"], e["version"]) for e in _fresh_plugin_list()}
+    earlier = _fresh_plugin_list()
+    before = {(e["name"], e["distribution"], e["version"]) for e in earlier}
+    loaded_before = {(e["name"], e["distribution"]) for e in earlier if e["status"] == "loaded"}
     _pip("install", *specs)
     after = _fresh_plugin_list()
     requested = {normalize(spec) for spec in specs if not spec.startswith("-")}
@@ -152,16 +187,21 @@ def install_plugins(specs: tuple[str, ...]) -> None:
     if not changed:
         raise PluginError(f"pip installed {' '.join(specs)}, but no new nectargan plugin appeared; "
                           "is the 'nectargan' entry point declared?")
-    failed = False
+    traceback = _show_traceback(False)
     for entry in changed:
-        click.echo(f"{entry['name']} ({entry['distribution']} {entry['version']}) [{entry['status']}]")
-        if entry["error"]:
-            failed = True
-            click.echo(f"  error: {entry['error']}")
-        for kind, names in entry["components"].items():
-            click.echo(f"  {kind}: {', '.join(names)}")
-    if failed:
+        _echo_entry(entry, traceback, hooks=False)
+    broken = [e for e in after if e not in changed and e["status"] == "error"
+              and (e["name"], e["distribution"]) in loaded_before]
+    for entry in broken:
+        click.echo(f"no longer loads: {entry['name']} ({entry['distribution']} {entry['version']})")
+        for line in entry["errors"]:
+            click.echo(f"  error: {line}")
+    conflicts = sum(len(e["conflicts"]) for e in changed)
+    if any(e["status"] == "error" for e in changed) or broken:
         raise PluginError("installed, but a plugin does not load (see above)")
+    if conflicts:
+        click.echo(f"warning: installed; {conflicts} name(s) shared with other plugins (see 'conflict:' above): "
+                   "configs must name them as DISTRIBUTION:NAME", err=True)
 
 
 @plugins_group.command("uninstall")

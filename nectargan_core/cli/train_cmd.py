@@ -9,7 +9,7 @@ import click
 from ..errors import ConfigError
 from ..limits import PROCESSES_OPTION
 from ..text import printable
-from .options import all_overrides, config_options
+from .options import all_overrides, config_options, config_source
 
 
 @click.command("train")
@@ -21,14 +21,17 @@ from .options import all_overrides, config_options
               help="With --resume: resume from this checkpoint instead of the latest.")
 @click.option("--init-from", metavar="CHECKPOINT", default=None, type=click.Path(dir_okay=False),
               help="Start a new run from these network weights (fine-tuning; not a resume).")
+@click.option("--init-from-partial", "init_partial", is_flag=True,
+              help="With --init-from: load what fits and start the rest from its initialisation "
+                   "(run.init_from_strict=false); the report says what stays random.")
 @click.option("--output-dir", metavar="DIR", default=None,
               help="With --resume latest[:NAME]: where to look for runs (default: runs).")
 @click.option("--nproc", type=PROCESSES_OPTION, default=None, metavar="N",
               help="Train data-parallel in N processes on this machine (through torchrun's agent).")
 @click.option("--max-restarts", type=click.IntRange(min=0), default=0, show_default=True,
               help="With --nproc: restart the processes this often after a failure (each restart resumes).")
-def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: str | None,
-                  resume: str | None, checkpoint: str | None, init_from: str | None,
+def train_command(config_file: str | None, preset: str | None, overrides: tuple[str, ...], trainer: str | None,
+                  resume: str | None, checkpoint: str | None, init_from: str | None, init_partial: bool,
                   output_dir: str | None, nproc: int | None, max_restarts: int) -> None:
     """Train with the trainer named in the config (or --trainer).
 
@@ -41,10 +44,12 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
     Examples:
       nectargan train -c run.yaml
       nectargan train -c run.yaml --set loop.epochs=2 --set run.device=cpu
+      nectargan train --preset pix2pix-reference --set data.root=datasets/facades
       nectargan train --resume runs/facades/version_0
       nectargan train --resume latest --set loop.epochs=300
       nectargan train --resume latest:facades
       nectargan train -c finetune.yaml --init-from runs/base/version_0/checkpoints/best.pt
+      nectargan train -c finetune.yaml --init-from generator_only.pt --init-from-partial
       nectargan train -c run.yaml --nproc 2
     """
     from ..run import Run
@@ -54,14 +59,21 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
         raise ConfigError("--checkpoint needs --resume RUN_DIR")
     if resume is not None and init_from is not None:
         raise ConfigError("--init-from starts a new run from weights; --resume continues one: use one of them")
-    if resume is not None and config_file is not None:
-        raise ConfigError("--resume uses the run's own config.yaml; drop -c/--config (use --set to change values)")
+    if init_partial and init_from is None:
+        raise ConfigError("--init-from-partial needs --init-from CHECKPOINT")
+    if resume is not None and (config_file is not None or preset is not None):
+        raise ConfigError("--resume uses the run's own config.yaml; drop -c/--config and --preset "
+                          "(use --set to change values)")
+    if init_partial:
+        overrides = (*overrides, "run.init_from_strict=false")
     if nproc is not None:
         from ..launch import launch
 
         # A config mistake is one line from here, before N processes would each report it.
-        _check_config(config_file, all_overrides(overrides, trainer), resume, init_from, output_dir)
-        args = [*(["-c", config_file] if config_file else []), *(a for o in overrides for a in ("--set", o)),
+        _check_config(config_source(config_file, preset), all_overrides(overrides, trainer), resume, init_from,
+                      output_dir)
+        args = [*(["-c", config_file] if config_file else []), *(["--preset", preset] if preset else []),
+                *(a for o in overrides for a in ("--set", o)),
                 *(["--trainer", trainer] if trainer else []), *(["--resume", resume] if resume else []),
                 *(["--checkpoint", checkpoint] if checkpoint else []),
                 *(["--init-from", init_from] if init_from else []),
@@ -84,7 +96,7 @@ def train_command(config_file: str | None, overrides: tuple[str, ...], trainer: 
         if say:
             click.echo(f"resuming {printable(run.dir)}{picked} at {run.trainer.position_text()}" + _processes(run), err=True)
     else:
-        run = Run.create(config_file, overrides=all_overrides(overrides, trainer))
+        run = Run.create(config_source(config_file, preset), overrides=all_overrides(overrides, trainer))
         say = run.trainer.is_main
         if say:
             click.echo(f"run directory: {printable(run.dir)}" + _processes(run), err=True)
@@ -139,7 +151,7 @@ def _processes(run: object) -> str:
     return f" ({dist.world_size} processes, {dist.backend})" if dist.enabled else ""
 
 
-def _check_config(config_file: str | None, overrides: list[str], resume: str | None,
+def _check_config(config_file: str | dict | None, overrides: list[str], resume: str | None,
                   init_from: str | None, output_dir: str | None) -> None:
     """Validate the config a launch would train with, raising the same one-line errors.
 

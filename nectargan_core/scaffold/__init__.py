@@ -12,6 +12,7 @@ import re
 from importlib import resources
 from pathlib import Path
 
+from .. import __version__
 from ..errors import NectarGANError
 
 KINDS = ("loss", "model", "trainer", "visualizer", "dataset", "command")
@@ -75,6 +76,7 @@ def render(name: str, kind: str = "loss", directory: str | Path = ".") -> Path:
         "distribution": f"nectargan-{name.replace('_', '-')}",
         "command": name.replace("_", "-"),
         "title": name.replace("_", " ").title().replace(" ", ""),
+        "core_version": __version__,
     }
     for template, relative in _templates(kind):
         path = target / relative.replace("PKG", module)

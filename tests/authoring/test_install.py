@@ -25,7 +25,8 @@ def probe(tmp_path):
 def test_install_verifies_the_plugin_loads_and_uninstall_removes_it(probe):
     installed = run_cli("plugins", "install", "--quiet", "--no-deps", "--no-build-isolation", str(probe))
     assert installed.returncode == 0, installed.stdout + installed.stderr
-    assert f"authkit_probe ({DISTRIBUTION} 0.1.0) [loaded]\n  loss: authkit_probe\n" in installed.stdout
+    assert installed.stdout == f"authkit_probe ({DISTRIBUTION} 0.1.0) [loaded]\n  provides: loss: authkit_probe\n"
+    assert installed.stderr == ""  # no conflict with what is installed
     assert "authkit_probe" in run_cli("plugins", "list").stdout
 
     removed = run_cli("plugins", "uninstall", "authkit_probe")
@@ -70,6 +71,23 @@ def test_install_prints_the_load_error_of_a_broken_plugin(tmp_path):
     installed = run_cli("plugins", "install", "--quiet", "--no-deps", "--no-build-isolation", "--target", str(site),
                         str(folder), env={"PYTHONPATH": str(site)})
     assert installed.returncode == 1
-    assert installed.stdout.endswith("authkit_broken (nectargan-authkit-broken 0.1.0) [error]\n  error: hook "
-                                     "'register_lossess' is not a nectargan hook; did you mean 'register_losses'?\n")
+    assert installed.stdout.endswith("authkit_broken (nectargan-authkit-broken 0.1.0) [error]\n  error: "
+                                     "nectargan_authkit_broken/plugin.py:13: hook 'register_lossess' is not a "
+                                     "nectargan hook; did you mean 'register_losses'?\n")
     assert installed.stderr.endswith("error: installed, but a plugin does not load (see above)\n")
+
+
+def test_install_checks_the_run_hooks_of_a_visualizer(tmp_path):
+    folder = render("authkit_badviz", "visualizer", tmp_path / "src")
+    source = folder / "nectargan_authkit_badviz" / "visualizer.py"
+    text = source.read_text().replace("def on_log(self, record):", "def on_log(self, recrod):")
+    source.write_text(text)
+    line = text.splitlines().index("    def on_log(self, recrod):")  # the @hookimpl line above it, 1-based
+    site = tmp_path / "site"
+    installed = run_cli("plugins", "install", "--quiet", "--no-deps", "--no-build-isolation", "--target", str(site),
+                        str(folder), env={"PYTHONPATH": str(site)})
+    assert installed.returncode == 1
+    assert installed.stdout == (
+        "authkit_badviz (nectargan-authkit-badviz 0.1.0) [error]\n  error: visualizer 'authkit_badviz' "
+        f"(nectargan_authkit_badviz/visualizer.py:{line}): on_log(recrod): argument 'recrod' is not in the spec "
+        "on_log(trainer, record); did you mean 'record'?\n")

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from nectargan_core.cli.plugins_cmd import plugins_group
 from nectargan_core.scaffold import KINDS
 from authoring_helpers import pip_install_target, pytest_in
-from support import run_cli
+from support import killed_then_resumed, make_killer_dist, run_cli
 
 #: What `plugins list --json` must show for each kind's example part.
 COMPONENTS = {kind: {kind: [f"kit_{kind}"]} for kind in KINDS if kind != "command"} | {"command": {}}
@@ -70,6 +70,25 @@ def test_toy_run_uses_the_new_loss_and_visualizer_and_command(kit):
     shown = run_cli("kit-command", str(run_dir), env=env)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith("step 8 (epoch 2)\n") and "  loss: " in shown.stdout
+
+
+@pytest.mark.slow
+def test_the_generated_visualizer_keeps_each_row_once_after_a_sigkill(kit, tmp_path):
+    """Checkpoint at step 4; killed after step 6, when step 5's row was written: the resume drops it."""
+    root, env = kit
+    killer = make_killer_dist(tmp_path / "killer")
+    env = {"PYTHONPATH": f"{env['PYTHONPATH']}:{killer}"}
+    settings = ["visualizers=[kit_visualizer]", "callbacks=[sigkill]", "loop.epochs=3", "loop.log_every_steps=1",
+                "run.device=cpu", "run.output_dir=runs", "toy.samples=8", "toy.batch_size=4"]
+    run_dir = tmp_path / "runs" / "run" / "version_0"
+    killed, _ = killed_then_resumed(run_dir, ["--trainer", "toy", *(a for s in settings for a in ("--set", s))], 6,
+                                    env=env, cwd=tmp_path)
+    with open(run_dir / "losses.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    train = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    train = [r for r in train if r["kind"] == "train"]
+    assert [int(row["step"]) for row in rows] == [r["step"] for r in train] == [1, 2, 3, 4, 5, 6]
+    assert [float(row["loss"]) for row in rows] == pytest.approx([r["losses"]["loss"] for r in train])
 
 
 def test_pix2pix_run_uses_the_new_generator(kit, monkeypatch, nectargan_plugin_host, tiny_config,

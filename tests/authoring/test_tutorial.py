@@ -65,5 +65,10 @@ def test_the_run_config_trains_with_all_three(tutorial, nectargan_plugin_host, m
     assert rows[0].startswith("| epoch | ") and "| G/gdl |" in rows[0]
     assert [row.split(" | ")[0] for row in rows[2:]] == ["| 1", "| 2"]
 
+    # Resumed after epoch 1 (as if killed after writing epoch 2's row): epoch 2's row goes, then comes again.
+    summary = host.registry.get("visualizer", "epoch_summary").load()()
+    summary.on_resume(trainer=type("T", (), {"run_dir": run.run_dir, "epochs_done": 1})())
+    assert (run.dir / "summary.md").read_text().splitlines() == rows[:3]
+
     with pytest.raises(ConfigError, match="alpah"):
         load_config(load_file("run.yaml"), ["loss.add.gdl.options.alpah=2"], host.registry)

@@ -9,6 +9,7 @@ import torch
 
 from nectargan_core import Run, hookimpl, load_checkpoint, read_metrics
 from nectargan_core.errors import CheckpointError, PluginError
+from nectargan_core.init_from import InitFromError
 from nectargan_core.rundir import RunDir
 
 
@@ -236,7 +237,7 @@ def test_init_from_loads_weights_only_and_reports_mismatches(tmp_path, capsys):
     same = toy_config(tmp_path, epochs=1)
     same["run"]["init_from"] = str(checkpoint)
     run = Run.create(same)
-    assert run.init_report["model"]["loaded"] == ["bias", "weight"]
+    assert run.init_report["model"]["loaded"] == ["weight", "bias"]  # in the network's order
     trained = load_checkpoint(checkpoint)["state"]["model"]
     assert torch.equal(run.trainer.model.weight, trained["weight"])
     assert run.trainer.global_step == 0 and run.trainer.epochs_done == 0  # not a resume
@@ -245,6 +246,10 @@ def test_init_from_loads_weights_only_and_reports_mismatches(tmp_path, capsys):
     wider = toy_config(tmp_path, epochs=1)
     wider["run"]["init_from"] = str(checkpoint)
     wider["toy"]["model"] = {"name": "toy_linear", "features": 5}
+    with pytest.raises(InitFromError, match=r"'model' matched 1/2 tensors: 1 of another shape \(e.g. weight "
+                                            r"\[1, 3\] vs \[1, 5\]\)"):
+        Run.create(wider)
+    wider["run"]["init_from_strict"] = False
     capsys.readouterr()
     run = Run.create(wider)
     assert run.init_report["model"] == {"loaded": ["bias"], "missing": [], "unexpected": [],

@@ -54,25 +54,32 @@ def test_fake_dist_info_plugin_is_listed_and_usable(fake_dist, host_factory):
 BROKEN = {
     "import": ("fake-import", "fake_import", "raise ImportError('missing dependency foo')\n",
                "import of 'fake_import' failed: ImportError: missing dependency foo"),
-    # plugins load in entry-point name order, so "zz_dup" comes after "toy"
-    "duplicate": ("zz-dup", "zz_dup", """
+    "registered-twice-by-itself": ("fake-twice", "fake_twice", """
         from nectargan_core import hookimpl
         @hookimpl
-        def register_trainers(register):
-            register("toy", "zz_dup:X")
-        """, "trainer 'toy' is registered twice: by plugin 'toy' (nectargan-toy) and by plugin 'zz_dup' (zz-dup)"),
+        def register_losses(register):
+            register("twice", "torch.nn:L1Loss")
+            register("twice", "torch.nn:MSELoss")
+        """, "loss 'twice' is registered twice by plugin 'fake_twice' (fake-twice)"),
+    "missing-class": ("fake-nocls", "fake_nocls", """
+        from nectargan_core import hookimpl
+        @hookimpl
+        def register_visualizers(register):
+            register("nocls", "fake_nocls:Missing")
+        """, "visualizer 'nocls': module 'fake_nocls' has no class 'Missing'"),
     "argument": ("fake-arg", "fake_arg", """
         from nectargan_core import hookimpl
         @hookimpl
         def register_models(registrar):
             pass
-        """, "registrar"),
+        """, "fake_arg.py:3: register_models(registrar): argument 'registrar' is not in the spec "
+             "register_models(register); did you mean 'register'?"),
     "unknown-hook": ("fake-hook", "fake_hook", """
         from nectargan_core import hookimpl
         @hookimpl
         def register_model(register):
             pass
-        """, "hook 'register_model' is not a nectargan hook; did you mean 'register_models'?"),
+        """, "fake_hook.py:3: hook 'register_model' is not a nectargan hook; did you mean 'register_models'?"),
     "run-hook-on-module": ("fake-runhook", "fake_runhook", """
         from nectargan_core import hookimpl
         @hookimpl

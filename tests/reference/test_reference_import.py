@@ -20,6 +20,7 @@ from PIL import Image
 from nectargan_core import Run, load_checkpoint
 from nectargan_core.checkpoint import save_checkpoint, sha256_of
 from nectargan_core.errors import CheckpointError, ConfigError, NectarGANError
+from nectargan_core.init_from import InitFromError
 from nectargan_models.cli import models_group
 from nectargan_models.importing import import_reference, read_state_dict
 from nectargan_models.reference import from_reference
@@ -94,7 +95,7 @@ def test_import_then_predict_through_the_cli_gives_the_reference_images(tmp_path
     assert imported.stdout.splitlines() == [
         f"imported {source} as unet_256 (depth=8, norm=batch, ngf=8): 82 tensors, 852,307 parameters",
         f"wrote {tmp_path / 'facades.pt'} (generator); use it with nectargan predict, test, export or "
-        "train --init-from"]
+        "train --init-from --init-from-partial (it holds no discriminator)"]
 
     predicted = run_cli("predict", str(tmp_path / "facades.pt"), str(image), "-o", str(tmp_path / "out"))
     assert predicted.returncode == 0, predicted.stderr
@@ -180,6 +181,11 @@ def test_init_from_an_imported_generator_starts_from_the_reference_weights(small
     assert made.exit_code == 0, made.output
     config["data"] = {**config["data"], "root": str(tmp_path / "data")}
     config["visualizers"] = {}
+    # the file holds no discriminator: starting it from its initialisation must be asked for
+    with pytest.raises(InitFromError, match=r"'discriminator' matched 0/\d+ tensors: not in the checkpoint"):
+        Run.create(config)
+    config["run"]["init_from_strict"] = False
+    capsys.readouterr()
     run = Run.create(config)
     report = run.init_report
     assert len(report["generator"]["loaded"]) == 46 and not report["generator"]["missing"]
@@ -187,7 +193,8 @@ def test_init_from_an_imported_generator_starts_from_the_reference_weights(small
     for key, tensor in imported["state"]["generator"].items():
         assert torch.equal(run.trainer.generator.state_dict()[key], tensor), key
     err = capsys.readouterr().err
-    assert f"init_from: 'generator' loaded 46/46 tensors from {tmp_path / 'g.pt'}" in err
+    assert f"init_from: 'generator' loaded 46/46 tensors from {tmp_path / 'g.pt'}\n" in err
+    assert f"init_from: {tmp_path / 'g.pt'} has no weights for 'discriminator'; all " in err
 
 
 def test_discriminator_import(tmp_path):
@@ -197,7 +204,9 @@ def test_discriminator_import(tmp_path):
     result = invoke("import", str(tmp_path / "latest_net_D_A.pth"), "--arch", "basic", "--set", "norm=instance",
                     "--set", "ndf=8", "--set", "conditional=false", "-o", str(tmp_path / "d.pt"))
     assert result.exit_code == 0, result.output
-    assert "wrote" in result.output and "(discriminator); use it with nectargan train --init-from" in result.output
+    assert "wrote" in result.output
+    assert ("(discriminator); use it with nectargan train --init-from --init-from-partial (it holds no generator)"
+            in result.output)
     checkpoint = load_checkpoint(tmp_path / "d.pt")
     assert set(checkpoint["state"]) == {"discriminator"}
     assert checkpoint["config"]["models"]["discriminator"]["conditional"] is False
@@ -383,8 +392,7 @@ def test_hand_wrapped_checkpoints_are_one_line_errors(small_file, tmp_path):
     imported = import_reference(source, "unet", ["depth=5", "ngf=4", "max_width=32"]).payload
     wrong_keys = save_checkpoint({**imported, "state": {"generator": reference.state_dict()}}, tmp_path / "keys.pt")
     with pytest.raises(CheckpointError, match="keys.pt: the generator weights do not fit the architecture in the "
-                                              r"stored config \(Error\(s\) in loading state_dict for UNet: "
-                                              r"Missing key\(s\)"):
+                                              r"stored config \(missing tensor 'down\.0\.0\.weight' \(\+\d+ more\)\)$"):
         predict(wrong_keys, [image], tmp_path / "out")
     assert not (tmp_path / "out").exists()
 

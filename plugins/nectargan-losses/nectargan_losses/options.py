@@ -179,6 +179,8 @@ class WarmupOptions(Section):
 
 
 class Pix2PixLROptions(Section):
-    n_epochs: int = Field(100, ge=0, description="Epochs at the initial learning rate")
-    n_epochs_decay: int = Field(100, ge=0, description="Epochs of linear decay towards zero")
+    n_epochs: Optional[int] = Field(100, ge=0, description="Epochs at the initial learning rate (null: the first "
+                                                           "half of the run's epochs)")
+    n_epochs_decay: Optional[int] = Field(100, ge=0, description="Epochs of linear decay towards zero (null: the "
+                                                                 "run's epochs after n_epochs)")
     epoch_count: int = Field(1, ge=0, description="The reference's starting epoch count (1 unless resuming it)")

@@ -36,6 +36,14 @@ class Schedule:
         """The value for the current training position."""
         return self.value(epoch if self.unit == "epoch" else step)
 
+    def for_run(self, epochs: int | None) -> "Schedule":
+        """This schedule with what it leaves to the run's length filled in (``epochs``: ``loop.epochs``).
+
+        Most schedules are given in absolute positions and return themselves.
+        Raises ValueError when the schedule needs the run's length and ``epochs`` is None.
+        """
+        return self
+
 
 class Constant(Schedule):
     def __init__(self, value: float = 1.0, *, unit: str = "epoch") -> None:
@@ -120,6 +128,11 @@ class Warmup(Linear):
             return self.then.value(t)
         return super().value(t)
 
+    def for_run(self, epochs: int | None) -> "Schedule":
+        if self.then is not None:
+            self.then = self.then.for_run(epochs)
+        return self
+
 
 class Pix2PixLinear(Schedule):
     """The pix2pix reference's ``linear`` LR policy, as a multiplier of the initial LR.
@@ -129,14 +142,33 @@ class Pix2PixLinear(Schedule):
     the reference's rule. It is clamped at 0 so that training past
     ``n_epochs + n_epochs_decay`` epochs never gives a negative LR (the
     reference never gets there).
+
+    ``n_epochs`` and ``n_epochs_decay`` may be left to the run (None): they
+    then split ``loop.epochs`` (see :meth:`for_run`), so the decay ends with
+    the run however long it is: 10 epochs are 5 + 5, 200 are the
+    reference's 100 + 100.
     """
 
     unit = "epoch"
 
-    def __init__(self, n_epochs: int = 100, n_epochs_decay: int = 100, epoch_count: int = 1) -> None:
+    def __init__(self, n_epochs: int | None = 100, n_epochs_decay: int | None = 100, epoch_count: int = 1) -> None:
         self.n_epochs, self.n_epochs_decay, self.epoch_count = n_epochs, n_epochs_decay, epoch_count
 
+    def for_run(self, epochs: int | None) -> "Pix2PixLinear":
+        """Fill in a null ``n_epochs`` (the first half, rounded up) and ``n_epochs_decay`` (the rest) from ``epochs``."""
+        if self.n_epochs is not None and self.n_epochs_decay is not None:
+            return self
+        if epochs is None:
+            raise ValueError("pix2pix_linear with n_epochs or n_epochs_decay null takes them from the run's "
+                             "loop.epochs, which is not known here; give both numbers")
+        n_epochs = self.n_epochs if self.n_epochs is not None else (
+            max(epochs - self.n_epochs_decay, 0) if self.n_epochs_decay is not None else (epochs + 1) // 2)
+        decay = self.n_epochs_decay if self.n_epochs_decay is not None else max(epochs - n_epochs, 0)
+        return Pix2PixLinear(n_epochs, decay, self.epoch_count)
+
     def value(self, t: float) -> float:
+        if self.n_epochs is None or self.n_epochs_decay is None:
+            raise ValueError("pix2pix_linear: n_epochs and n_epochs_decay must be resolved with for_run(epochs)")
         factor = 1.0 - max(0, t + self.epoch_count - self.n_epochs) / float(self.n_epochs_decay + 1)
         return max(0.0, factor)
 
@@ -144,8 +176,14 @@ class Pix2PixLinear(Schedule):
         return f"Pix2PixLinear(n_epochs={self.n_epochs}, n_epochs_decay={self.n_epochs_decay})"
 
 
-def build_schedule(spec: "Mapping[str, Any] | float", registry: "Registry | None" = None) -> Schedule:
-    """A schedule from ``{name: ..., **options}`` (looked up in the registry), or a constant from a number."""
+def build_schedule(spec: "Mapping[str, Any] | float", registry: "Registry | None" = None, *,
+                   epochs: int | None = None) -> Schedule:
+    """A schedule from ``{name: ..., **options}`` (looked up in the registry), or a constant from a number.
+
+    ``epochs`` is the run's ``loop.epochs``, for schedules given relative to
+    the run's length (``pix2pix_linear`` with null epochs); without it such a
+    schedule is a :class:`~nectargan_core.errors.ConfigError`.
+    """
     if isinstance(spec, (int, float)):
         return Constant(spec)
     if registry is None:
@@ -154,8 +192,14 @@ def build_schedule(spec: "Mapping[str, Any] | float", registry: "Registry | None
         registry = get_plugins().registry
     options = {k: v for k, v in spec.items() if k != "name"}
     if isinstance(options.get("then"), Mapping):
-        options["then"] = build_schedule(options["then"], registry)
-    return registry.get("schedule", spec["name"], key="schedule").load()(**options)
+        options["then"] = build_schedule(options["then"], registry, epochs=epochs)
+    schedule = registry.get("schedule", spec["name"], key="schedule").load()(**options)
+    try:
+        return schedule.for_run(epochs)
+    except ValueError as exc:
+        from nectargan_core.errors import ConfigError
+
+        raise ConfigError(f"schedule '{spec['name']}': {exc}") from None
 
 
 def lr_lambda(schedule: Schedule) -> Callable[[int], float]:
@@ -178,3 +222,19 @@ def lr_scheduler(optimizer: "torch.optim.Optimizer", schedule: Schedule) -> "tor
     from torch.optim.lr_scheduler import LambdaLR
 
     return LambdaLR(optimizer, lr_lambda=lr_lambda(schedule))
+
+
+def refresh_lr(scheduler: "torch.optim.lr_scheduler.LambdaLR") -> None:
+    """Set each param group's LR to what the schedule gives at the scheduler's position now.
+
+    Call it after restoring a scheduler (and its optimizer) from a checkpoint:
+    a schedule that follows the run's length (``pix2pix_linear`` with null
+    epochs) may have changed with a resume's ``--set loop.epochs=...``, and the
+    saved LR was computed from the old one. For an unchanged schedule this sets
+    the same value the checkpoint holds.
+    """
+    lrs = [base * multiplier(scheduler.last_epoch)
+           for multiplier, base in zip(scheduler.lr_lambdas, scheduler.base_lrs)]
+    for group, lr in zip(scheduler.optimizer.param_groups, lrs):
+        group["lr"] = lr
+    scheduler._last_lr = lrs  # what get_last_lr() reports

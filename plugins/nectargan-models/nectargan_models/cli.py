@@ -154,8 +154,11 @@ def import_model(file: Path, arch: str, overrides: tuple[str, ...], output: Path
     written = write_checkpoint(imported, output or into, force=force or into is not None)
     click.echo(imported.summary())
     networks = " and ".join(imported.payload["state"])
-    use = "predict, test, export or train --init-from" if "generator" in imported.payload["state"] \
-        else "train --init-from"
+    held = imported.payload["state"]
+    use = "predict, test, export or train --init-from" if "generator" in held else "train --init-from"
+    lacking = next((role for role in ("generator", "discriminator") if role not in held), None)
+    if lacking is not None:  # the network it lacks would start from random weights: that must be asked for
+        use += f" --init-from-partial (it holds no {lacking})"
     click.echo(f"wrote {written} ({networks}); use it with nectargan {use}")
 
 

@@ -198,6 +198,68 @@ def to_reference(state: Mapping[str, Any], model_name: str, options: Mapping[str
     return result
 
 
+@dataclass(frozen=True)
+class ReferenceBuild:
+    """How the reference builds a network: its factory call and the ``train.py``/``test.py`` flags behind it."""
+
+    #: ``define_G`` or ``define_D`` (the reference's ``models/networks.py``).
+    factory: str
+    #: Its keyword arguments, e.g. ``{"input_nc": 3, "output_nc": 3, "ngf": 64, "netG": "unet_256", ...}``.
+    arguments: dict[str, Any]
+    #: The command-line options that make ``train.py``/``test.py`` call it so, e.g. ``{"netG": "unet_256", ...}``;
+    #: a True value is a bare flag (``--no_dropout``).
+    flags: dict[str, Any]
+
+    def command_line(self) -> str:
+        """``--netG unet_256 --ngf 64 --norm batch ...`` (flags that are False are left out)."""
+        return " ".join(f"--{name}" if value is True else f"--{name} {value}"
+                        for name, value in self.flags.items() if value is not False)
+
+
+def reference_build(model_name: str, options: Mapping[str, Any]) -> ReferenceBuild:
+    """The reference's ``define_G``/``define_D`` call (and flags) that builds our ``model_name`` with ``options``.
+
+    Stricter than the mapping itself: the reference's classes can take what
+    its factories never pass (a UNet of any depth, zero padding), but a user
+    loads a file with ``test.py`` flags, so only ``--netG unet_128|unet_256|
+    resnet_6blocks|resnet_9blocks`` and ``--netD basic|n_layers|pixel`` with
+    reflection padding are offered. Anything else is a one-line
+    :class:`ReferenceMismatch` naming the option.
+    """
+    layout = reference_layout(model_name, options)
+    o = layout.options
+    family = MODEL_FAMILY[model_name]
+    if family in ("unet", "resnet"):
+        if family == "unet":
+            arch = {7: "unet_128", 8: "unet_256"}.get(o["depth"])
+            refused = None if arch else (f"depth={o['depth']}: the reference's define_G builds UNets of depth 7 "
+                                         "(unet_128) and 8 (unet_256) only")
+            dropout = o["dropout_layers"] > 0
+        else:
+            arch = {6: "resnet_6blocks", 9: "resnet_9blocks"}.get(o["n_blocks"])
+            refused = None if arch else (f"n_blocks={o['n_blocks']}: the reference's define_G builds 6 "
+                                         "(resnet_6blocks) or 9 (resnet_9blocks) residual blocks only")
+            if arch and o["padding"] != "reflect":
+                refused = f"padding={o['padding']}: the reference's define_G always pads the blocks by reflection"
+            dropout = o["dropout"] > 0
+        if refused:
+            raise ReferenceMismatch(f"{model_name} with {refused}")
+        arguments = {"input_nc": o["in_channels"], "output_nc": o["out_channels"], "ngf": o["ngf"], "netG": arch,
+                     "norm": o["norm"], "use_dropout": dropout}
+        flags = {"netG": arch, "ngf": o["ngf"], "norm": o["norm"], "input_nc": o["in_channels"],
+                 "output_nc": o["out_channels"], "no_dropout": not dropout}
+        return ReferenceBuild("define_G", arguments, flags)
+    channels = o["input_channels"] + o["target_channels"] if o["conditional"] else o["target_channels"]
+    if family == "pixel":
+        arguments = {"input_nc": channels, "ndf": o["ndf"], "netD": "pixel", "norm": o["norm"]}
+        return ReferenceBuild("define_D", arguments, {"netD": "pixel", "ndf": o["ndf"], "norm": o["norm"]})
+    net = "basic" if o["n_layers"] == 3 else "n_layers"
+    arguments = {"input_nc": channels, "ndf": o["ndf"], "netD": net, "n_layers_D": o["n_layers"], "norm": o["norm"]}
+    flags = {"netD": net, **({"n_layers_D": o["n_layers"]} if net == "n_layers" else {}), "ndf": o["ndf"],
+             "norm": o["norm"]}
+    return ReferenceBuild("define_D", arguments, flags)
+
+
 def strip_wrappers(state: Mapping[str, Any], source: str = "state dict") -> dict[str, torch.Tensor]:
     """``state`` without wrapper prefixes shared by every key (``module.``, ``_orig_mod.``) or ``_metadata``.
 

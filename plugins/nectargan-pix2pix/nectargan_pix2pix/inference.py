@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from nectargan_core.checkpoint import load_checkpoint, restoring
+from nectargan_core.checkpoint import load_checkpoint, restoring, state_problem
 from nectargan_core.config import CoreConfig, validate_config
 from nectargan_core.errors import CheckpointError
 from nectargan_core.plugins import get_plugins
@@ -126,22 +126,27 @@ def load_generator(target: str | Path, which: str = "latest", *, device: str | t
     else:
         path = resolve_checkpoint(target, which)
         checkpoint = load_checkpoint(path)
-    networks = checkpoint.get("state") if isinstance(checkpoint.get("state"), Mapping) else {}
-    if checkpoint.get("trainer") != "pix2pix" or not isinstance(networks.get("generator"), Mapping):
+    for entry in ("trainer", "state", "epoch", "global_step"):
+        if entry not in checkpoint:
+            raise CheckpointError(f"{path}: cannot restore: it has no '{entry}' entry; the checkpoint is damaged or "
+                                  "was written by another program")
+    networks = checkpoint["state"] if isinstance(checkpoint["state"], Mapping) else {}
+    if checkpoint["trainer"] != "pix2pix" or not isinstance(networks.get("generator"), Mapping):
         raise CheckpointError(f"{path}: not a pix2pix checkpoint with a generator (trainer "
-                              f"'{checkpoint.get('trainer')}', networks: {', '.join(networks) or 'none'})")
+                              f"'{checkpoint['trainer']}', networks: {', '.join(networks) or 'none'})"
+                              + ("" if "generator" in networks else "; it has no 'generator' entry"))
     if not isinstance(checkpoint.get("config"), Mapping):
         raise CheckpointError(f"{path}: the checkpoint has no stored config, so the generator's architecture is "
-                              "unknown; for reference weights use nectargan models import FILE --arch NAME")
+                              "unknown; for reference weights use nectargan models import FILE --arch NAME "
+                              "(its 'config' entry is missing or not a mapping)")
     with restoring(str(path)):  # a damaged or crafted checkpoint: one line naming the file and what it lacks
         epoch, global_step = int(checkpoint["epoch"]), int(checkpoint["global_step"])
     config = validate_config(checkpoint["config"], registry, source=f"{path} (stored config)")
     try:
         model = _with_weights(lambda: build_generator(registry, config), checkpoint["state"]["generator"])
     except RuntimeError as exc:  # load_state_dict: keys or shapes that do not fit the stored architecture
-        detail = " ".join(str(exc).split())
         raise CheckpointError(f"{path}: the generator weights do not fit the architecture in the stored config "
-                              f"({detail[:300]}{'...' if len(detail) > 300 else ''})") from None
+                              f"({state_problem(exc)})") from None
     model.to(device).eval()
     return LoadedGenerator(model, config, path, epoch, global_step)
 

@@ -13,6 +13,7 @@ These fields become top-level sections of the run config when
     precision: {amp: auto}
     validation: {metrics: [l1, psnr, ssim]}
     examples: {every_epochs: 1, count: 4}
+    test: {mode: eval}
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ DataChoice = choice_of("dataset", default="paired")
 GeneratorChoice = choice_of("model", default="unet_256")
 DiscriminatorChoice = choice_of("model", default="patchgan_70")
 
-#: The reference LR policy: constant for 100 epochs, then linear decay to 0 over 100.
-REFERENCE_LR = {"name": "pix2pix_linear", "n_epochs": 100, "n_epochs_decay": 100}
+#: The reference LR policy fitted to the run: constant for the first half of ``loop.epochs``, then linear
+#: decay to 0 over the second half (200 epochs: the reference's 100 + 100).
+RUN_LENGTH_LR = {"name": "pix2pix_linear", "n_epochs": None, "n_epochs_decay": None}
 
 
 #: Network option -> the ``data`` key it is taken from (only for networks whose options declare it).
@@ -62,10 +64,11 @@ class OptimSection(Section):
     beta1: float = Field(0.5, ge=0, lt=1, description="Adam beta1 (both networks)")
     beta2: float = Field(0.999, ge=0, lt=1, description="Adam beta2 (both networks)")
     weight_decay: float = Field(0.0, ge=0, description="Adam weight decay (L2, both networks)")
-    implementation: Literal["auto", "fused", "foreach", "single"] = Field(
+    implementation: Literal["auto", "fused", "foreach", "single", "default"] = Field(
         "auto", description="Adam kernel: auto (fused where the device supports it), fused, foreach, single "
-                            "(the reference's per-tensor loop)")
-    lr_schedule: ScheduleChoice = Field(default_factory=lambda: ScheduleChoice(**REFERENCE_LR), validate_default=True,
+                            "(per-tensor loop), default (torch's own choice, as the reference: foreach on CUDA, "
+                            "single on CPU)")
+    lr_schedule: ScheduleChoice = Field(default_factory=lambda: ScheduleChoice(**RUN_LENGTH_LR), validate_default=True,
                                         description="LR multiplier schedule of G (and of D unless lr_schedule_d)")
     lr_schedule_d: Optional[ScheduleChoice] = Field(None, description="Separate LR schedule for D (null: same as G)")
     gradient_accumulation: int = Field(1, ge=1, description="Batches whose gradients are summed per update")
@@ -119,6 +122,16 @@ class ExamplesSection(Section):
                                                                        "the split is missing)")
 
 
+class TestSection(Section):
+    """How ``nectargan test`` runs the generator by default (its --mode overrides it)."""
+
+    __test__ = False  # not a pytest test class, whatever its name
+
+    mode: Literal["eval", "train"] = Field(
+        "eval", description="eval: dropout off, BN running statistics; train: the reference's test.py, which never "
+                            "calls eval() (dropout on, statistics of each batch; the saved weights are not changed)")
+
+
 class Pix2pixOptions(BaseModel):
     """Sections the pix2pix trainer adds to the run config."""
 
@@ -153,3 +166,4 @@ class Pix2pixOptions(BaseModel):
     precision: PrecisionSection = Field(default_factory=PrecisionSection, description="Autocast and memory format")
     validation: ValidationSection = Field(default_factory=ValidationSection, description="Validation metrics")
     examples: ExamplesSection = Field(default_factory=ExamplesSection, description="Example image grids")
+    test: TestSection = Field(default_factory=TestSection, description="How nectargan test runs the generator")

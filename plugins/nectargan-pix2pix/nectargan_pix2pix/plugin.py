@@ -31,3 +31,10 @@ def register_commands(cli):
     cli.add_command(data_group)
     for command in COMMANDS:
         cli.add_command(command)
+
+
+@hookimpl
+def register_presets(register):
+    register("pix2pix-reference", "nectargan_pix2pix.presets:PIX2PIX_REFERENCE",
+             description="The pix2pix reference's train.py and test.py recipe (200 epochs, unet_256, batch 1, "
+                         "test in train mode)")

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional
 
 import torch
 
-from nectargan_losses.schedules import Constant
+from nectargan_losses.schedules import Constant, build_schedule
 
 from .data.listing import find_pairs, split_dir
 from .options import data_channels
@@ -156,11 +156,17 @@ def optimizer_row(trainer: Any) -> str:
     return text + "".join(f", {k} {v:g}" for k, v in extras.items() if v is not None)
 
 
+def schedule_text(trainer: Any, choice: Any) -> str:
+    """The configured schedule, and what it is for this run (null epochs split ``loop.epochs``)."""
+    built = build_schedule(choice.model_dump(), trainer.registry, epochs=trainer.config.loop.epochs)
+    return f"{choice.name} ({options_text(choice.options) or 'defaults'}): {built!r}"
+
+
 def lr_row(trainer: Any) -> str:
     optim = trainer.config.optim
-    text = f"{optim.lr_schedule.name} ({options_text(optim.lr_schedule.options) or 'defaults'})"
+    text = schedule_text(trainer, optim.lr_schedule)
     if optim.lr_schedule_d is not None:
-        text = f"G {text}; D {optim.lr_schedule_d.name} ({options_text(optim.lr_schedule_d.options) or 'defaults'})"
+        text = f"G {text}; D {schedule_text(trainer, optim.lr_schedule_d)}"
     return f"{text}, stepped per {trainer.lr_units[0]}"
 
 

@@ -17,7 +17,8 @@ of different weights never share a folder)::
 The folder is written under a temporary name and then put in place whole, so
 it never mixes files of two tests: testing the same weights again replaces it.
 
-``mode="eval"`` runs G in eval mode (dropout off, BN running statistics).
+``mode="eval"`` runs G in eval mode (dropout off, BN running statistics);
+without ``mode`` the run's config decides (``test.mode``, eval by default).
 ``mode="train"`` reproduces the reference's test behaviour, which never calls
 ``eval()``: dropout on and BN on the statistics of each batch (so results
 depend on the batch size; the reference uses 1). The saved weights are never
@@ -122,7 +123,7 @@ def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional
     return PairedDataset(options, view, seed=generator.config.run.seed)
 
 
-def run_test(target: str | Path, which: str = "latest", *, split: str = "test", mode: Mode = "eval",
+def run_test(target: str | Path, which: str = "latest", *, split: str = "test", mode: Optional[Mode] = None,
              out_dir: Optional[Path] = None, batch_size: Optional[int] = None, device: str | torch.device = "cpu",
              data_root: Optional[Path] = None, grid: bool = False, arch: Optional[str] = None,
              arch_options: Sequence[str] = ()) -> EvaluationReport:
@@ -131,6 +132,8 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
     With ``arch``, ``target`` is a reference state dict (see :func:`~nectargan_pix2pix.inference.load_generator`).
     """
     generator = load_generator(target, which, device=device, arch=arch, arch_options=arch_options)
+    if mode is None:
+        mode = generator.config.test.mode  # the run's own choice (the reference preset: train)
     dataset = split_dataset(generator, split, data_root=data_root, batch_size=batch_size)
     if not len(dataset):
         raise DatasetError(f"{dataset.path}: no images in the {split} split")

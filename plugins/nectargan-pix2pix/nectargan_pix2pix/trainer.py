@@ -33,7 +33,7 @@ from torch.utils.data import DataLoader
 from nectargan_core import ResumableSampler, Trainer, TrainerKit, hookimpl, optimizer_step
 from nectargan_core.errors import ConfigError
 from nectargan_losses.manager import LossManager
-from nectargan_losses.schedules import build_schedule, lr_scheduler
+from nectargan_losses.schedules import build_schedule, lr_scheduler, refresh_lr
 
 from .evaluation import MetricAccumulator, evaluation_mode
 from .examples import save_grid, spread_indices
@@ -46,10 +46,16 @@ from .summary import pix2pix_rows
 
 
 def make_adam(params: Any, lr: float, optim: Any, device: torch.device) -> torch.optim.Adam:
-    """Adam with the configured kernel; ``auto`` uses the fused kernel where the device has one."""
+    """Adam with the configured kernel; ``auto`` uses the fused kernel where the device has one.
+
+    ``default`` asks for nothing, so torch picks the kernel exactly as for the
+    reference's ``torch.optim.Adam(params, lr, betas)``.
+    """
     kwargs = dict(lr=lr, betas=(optim.beta1, optim.beta2), weight_decay=optim.weight_decay)
     params = list(params)
     choice = optim.implementation
+    if choice == "default":
+        return torch.optim.Adam(params, **kwargs)
     if choice in {"auto", "fused"}:
         try:
             return torch.optim.Adam(params, fused=True, **kwargs)
@@ -58,6 +64,15 @@ def make_adam(params: Any, lr: float, optim: Any, device: torch.device) -> torch
                 raise ConfigError(f"optim.implementation: fused Adam is not available on {device}: {exc}") from None
             choice = "foreach"
     return torch.optim.Adam(params, foreach=choice == "foreach", **kwargs)
+
+
+def warn_if_decay_never_starts(schedule: Any, epochs: int, key: str, say: bool) -> None:
+    """One warning when a pix2pix_linear LR schedule keeps the full LR for every epoch the run trains."""
+    n_epochs = getattr(schedule, "n_epochs", None)
+    if say and isinstance(n_epochs, int) and getattr(schedule, "n_epochs_decay", 0) > 0 and n_epochs >= epochs:
+        print(f"warning: {key}: the LR stays constant for {n_epochs} epochs and the run trains {epochs} "
+              f"(loop.epochs), so its decay never starts; set {key}.n_epochs and n_epochs_decay to null to fit "
+              "the schedule to the run", file=sys.stderr)
 
 
 class EarlyStopping:
@@ -86,6 +101,10 @@ class Pix2pixTrainer(Trainer):
     """Paired image-to-image translation with a conditional GAN (Isola et al., 2017)."""
 
     options = Pix2pixOptions
+    #: What ``nectargan export --format reference`` writes: the reference's network name -> (tracked network,
+    #: config key of its model); and the reference's ``--model`` that loads them.
+    reference_networks = {"G": ("generator", "models.generator")}
+    reference_model = "pix2pix"
     #: Every process validates its share of the val split; the sums are reduced.
     distributed_validation = True
     #: The two updates' mechanics (and with them ``loop.nonfinite: skip``).
@@ -123,9 +142,11 @@ class Pix2pixTrainer(Trainer):
         optim = cfg.optim
         self.opt_g = self.track("opt_g", make_adam(generator.parameters(), optim.lr_g, optim, self.device))
         self.opt_d = self.track("opt_d", make_adam(discriminator.parameters(), optim.lr_d, optim, self.device))
-        schedule_g = build_schedule(optim.lr_schedule.model_dump(), self.registry)
-        schedule_d = (build_schedule(optim.lr_schedule_d.model_dump(), self.registry)
+        epochs = cfg.loop.epochs  # for schedules that follow the run's length (the default one does)
+        schedule_g = build_schedule(optim.lr_schedule.model_dump(), self.registry, epochs=epochs)
+        schedule_d = (build_schedule(optim.lr_schedule_d.model_dump(), self.registry, epochs=epochs)
                       if optim.lr_schedule_d is not None else schedule_g)
+        warn_if_decay_never_starts(schedule_g, epochs, "optim.lr_schedule", self.is_main)
         self.sched_g = self.track("sched_g", lr_scheduler(self.opt_g, schedule_g))
         self.sched_d = self.track("sched_d", lr_scheduler(self.opt_d, schedule_d))
         self.lr_units = (schedule_g.unit, schedule_d.unit)
@@ -252,6 +273,12 @@ class Pix2pixTrainer(Trainer):
     # -- epochs, validation, examples ---------------------------------------
     #: The columns of an example grid.
     example_columns = ("input", "output", "target")
+
+    @hookimpl
+    def on_load_checkpoint(self) -> None:
+        """After a resume, the LR the (possibly re-fitted) schedule gives now, not the one saved with the old."""
+        refresh_lr(self.sched_g)
+        refresh_lr(self.sched_d)
 
     @hookimpl
     def on_epoch_end(self, epoch: int) -> None:

@@ -4,10 +4,11 @@ Scalars are written against the global step, so per-interval losses, epoch
 means and validation metrics share one x axis; example grids are written
 against the number of epochs done, the ``N`` of ``examples/epochN.png``.
 
-On resume the writer appends a new event file to the same folder, opened with
-``purge_step = global_step + 1``: TensorBoard then drops the scalars a killed
-run wrote after the checkpoint the run resumed from, which the resumed run
-writes again.
+On resume (the ``on_resume`` hook) the writer appends a new event file to the
+same folder, opened with ``purge_step = step + 1``: TensorBoard then drops the
+scalars a killed run wrote after the checkpoint the run resumed from, which the
+resumed run writes again. Events are flushed whenever a checkpoint is written,
+so every point up to a checkpoint is on disk before a kill can lose it.
 """
 
 from __future__ import annotations
@@ -90,6 +91,8 @@ class TensorBoardVisualizer:
         self.writer: Any = None
         #: (path, mtime) of the newest grid already in the events, so an unchanged grid is never added twice.
         self._last_grid: tuple[Path, int] | None = None
+        #: After a resume: the first step the resumed run writes (events from that step on are purged).
+        self._purge_step: int | None = None
 
     def _log_dir(self, trainer: Any) -> Path:
         run = trainer.run_dir.path
@@ -104,9 +107,13 @@ class TensorBoardVisualizer:
                 self.writer.add_scalar(prefix + key, value, step)
 
     @hookimpl
+    def on_resume(self, step: int) -> None:
+        self._purge_step = step + 1
+
+    @hookimpl
     def on_train_start(self, trainer: Any) -> None:
         step = trainer.global_step
-        self.writer = SummaryWriter(str(self._log_dir(trainer)), purge_step=step + 1 if step else None,
+        self.writer = SummaryWriter(str(self._log_dir(trainer)), purge_step=self._purge_step,
                                     flush_secs=self.flush_secs)
         config = trainer.config.to_dict()
         # TensorBoard keeps a run's first hparams; the config text is written at every (re)start.
@@ -137,6 +144,11 @@ class TensorBoardVisualizer:
             if newest is not None and newest != self._last_grid:
                 self.writer.file_writer.add_summary(image_summary(IMAGE_TAG, newest[0]), trainer.epochs_done)
                 self._last_grid = newest
+
+    @hookimpl
+    def on_save_checkpoint(self) -> None:
+        if self.writer is not None:  # what a resume from this checkpoint keeps must be on disk
+            self.writer.flush()
 
     @hookimpl
     def on_train_end(self) -> None:

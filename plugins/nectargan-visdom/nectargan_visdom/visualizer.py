@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 from functools import partial
-from itertools import takewhile
+from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
@@ -33,6 +33,12 @@ class VisdomVisualizer:
         self._queue: Optional[UpdateQueue] = None
         self._sender: Optional[Sender] = None
         self._last_image: Optional[tuple[Path, int]] = None
+        self._kept_records: Optional[int] = None
+
+    @hookimpl
+    def on_resume(self, trainer: Any) -> None:
+        # The engine has cut metrics.jsonl back to the checkpoint: what is there now is the history to redraw.
+        self._kept_records = sum(1 for _ in read_metrics(trainer.run_dir.metrics_file))
 
     @hookimpl
     def on_train_start(self, trainer: Any) -> None:
@@ -42,7 +48,7 @@ class VisdomVisualizer:
         self._queue = UpdateQueue(options.queue_size)
         self._sender = Sender(
             board, self._queue, partial(Client, options.server, options.port, self.env, options.timeout),
-            self.where, options.retry_max, preload=history_loader(board, trainer),
+            self.where, options.retry_max, preload=history_loader(board, trainer, self._kept_records),
         )
         self._sender.start()
         print(f"visdom: plotting to {self.where}/env/{self.env}", flush=True)
@@ -113,10 +119,15 @@ def progress(trainer: Any) -> float:
     return trainer.epochs_done + (trainer.batch_in_epoch / total if total else 0.0)
 
 
-def history_loader(board: Board, trainer: Any) -> Optional[Callable[[], None]]:
-    """For a resumed run: load the curves it already logged (in the sender's thread, off the training path)."""
-    if not trainer.global_step:
+def history_loader(board: Board, trainer: Any, kept: Optional[int]) -> Optional[Callable[[], None]]:
+    """For a resumed run: load the curves from the ``kept`` records its metrics log held at the resume
+    (in the sender's thread, off the training path).
+
+    The windows are redrawn whole from these records, so points a killed run
+    sent for steps after the checkpoint disappear; records the resumed run
+    appends meanwhile arrive as live updates, not twice.
+    """
+    if kept is None:
         return None
-    path, step, batches = trainer.run_dir.metrics_file, trainer.global_step, trainer.num_batches()
-    # Steps only grow, so reading stops at the first record this run writes after resuming.
-    return lambda: board.load_history(takewhile(lambda r: r.get("step", 0) <= step, read_metrics(path)), batches)
+    path, batches = trainer.run_dir.metrics_file, trainer.num_batches()
+    return lambda: board.load_history(islice(read_metrics(path), kept), batches)

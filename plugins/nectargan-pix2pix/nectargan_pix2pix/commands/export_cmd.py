@@ -1,4 +1,4 @@
-"""``nectargan export``: the generator as ONNX or TorchScript, with a parity check."""
+"""``nectargan export``: the generator as ONNX or TorchScript, with a parity check, or as the reference's files."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ from .options import SizeType, checkpoint_option
 
 @click.command("export")
 @click.argument("target", metavar="RUN_DIR|CHECKPOINT", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["onnx", "torchscript"]), required=True,
-              help="onnx (needs nectargan-pix2pix[onnx]) or torchscript.")
+@click.option("--format", "fmt", type=click.Choice(["onnx", "torchscript", "reference"]), required=True,
+              help="onnx (needs nectargan-pix2pix[onnx]), torchscript, or reference: the generator(s) as "
+                   "pytorch-CycleGAN-and-pix2pix state dicts (<label>_net_G.pth).")
 @checkpoint_option
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Output file (default: RUN_DIR/export/<checkpoint>.onnx or .torchscript.pt, where <checkpoint> "
-                   "holds the epoch and step, e.g. best-epoch0003-step00000012).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Output file (default: RUN_DIR/export/<checkpoint>.onnx or .torchscript.pt, where <checkpoint> holds "
+                   "the epoch and step, e.g. best-epoch0003-step00000012); with --format "
+                   "reference a folder, the reference's checkpoints/<name> (default: RUN_DIR/export/reference).")
 @click.option("--size", type=SizeType(), metavar="N|HxW", default=None,
               help="Input size N or HxW (default: the training crop size).")
 @click.option("--opset", type=click.IntRange(min=7), default=18, show_default=True, help="ONNX opset version.")
@@ -33,11 +35,24 @@ def export_command(target: Path, fmt: str, which: str, output: Optional[Path], s
     A sidecar <file>.json records input and output names, shapes, channels,
     the [-1, 1] range, the checkpoint, its epoch and the parity result.
 
+    --format reference writes <label>_net_G.pth (latest_net_G.pth by default;
+    CycleGAN: _net_G_A.pth and _net_G_B.pth), which the reference's define_G
+    with the printed options loads with strict=True, and a sidecar per file;
+    --size, --opset and --tolerance do not apply (every tensor is read back and
+    must come back identical).
+
     \b
     Examples:
       nectargan export runs/facades/version_0 --format onnx
       nectargan export runs/facades/version_0 --format torchscript --checkpoint best -o g.pt
+      nectargan export runs/facades/version_0 --format reference -o checkpoints/facades_pix2pix
     """
+    if fmt == "reference":
+        from ..reference_export import export_reference
+
+        for line in export_reference(target, which, output=output).describe():
+            click.echo(line)
+        return
     from ..export import export_generator
 
     report = export_generator(target, which, fmt=fmt, output=output, size=size, opset=opset, tolerance=tolerance)

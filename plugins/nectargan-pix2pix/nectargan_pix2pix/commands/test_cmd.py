@@ -17,9 +17,10 @@ from .options import check_reference_options, checkpoint_option, device_option, 
 @checkpoint_option
 @click.option("--split", type=click.Choice(["test", "val", "train"]), default="test", show_default=True,
               help="Split of the run's dataset (train is read unaugmented, like val).")
-@click.option("--mode", type=click.Choice(["eval", "train"]), default="eval", show_default=True,
+@click.option("--mode", type=click.Choice(["eval", "train"]), default=None,
               help="eval: dropout off, BN running statistics. train: the reference's test behaviour "
-                   "(dropout on, per-batch BN statistics); the saved weights are never changed.")
+                   "(dropout on, per-batch BN statistics); the saved weights are never changed. "
+                   "Default: the run's test.mode (eval unless its config says otherwise).")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None,
               help="Output folder (default: RUN_DIR/test/<checkpoint>-<split>[-train-mode], where <checkpoint> "
                    "holds the epoch and step, e.g. best-epoch0003-step00000012). Replaced as a whole by a rerun.")
@@ -30,7 +31,7 @@ from .options import check_reference_options, checkpoint_option, device_option, 
               help="Dataset folder, when the run's data.root does not resolve from here.")
 @click.option("--grid", is_flag=True, help="Also write input | output | target grids to grids/.")
 @reference_options
-def test_command(run_dir: Path, which: str, split: str, mode: str, out_dir: Optional[Path],
+def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out_dir: Optional[Path],
                  batch_size: Optional[int], device: str, data_root: Optional[Path], grid: bool,
                  arch: Optional[str], arch_options: tuple[str, ...]) -> None:
     """Run a trained generator over a split; write per-image L1, PSNR, SSIM, the images and a results page.

@@ -16,7 +16,9 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable, Optional
 
+import numpy as np
 import torch
+from PIL import Image
 from torchvision import tv_tensors
 from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
@@ -26,6 +28,8 @@ from .options import (Affine, Augmentation, Blur, ColorJitter, Elastic, Gamma, G
 
 INTERPOLATION = {"bicubic": v2.InterpolationMode.BICUBIC, "bilinear": v2.InterpolationMode.BILINEAR,
                  "nearest": v2.InterpolationMode.NEAREST}
+PIL_RESAMPLE = {"bicubic": Image.Resampling.BICUBIC, "bilinear": Image.Resampling.BILINEAR,
+                "nearest": Image.Resampling.NEAREST}
 
 
 class RandomRot90(v2.Transform):
@@ -71,6 +75,44 @@ class RandomJPEG(v2.Transform):
             warnings.simplefilter("ignore", DeprecationWarning)
             encoded = F.jpeg(F.to_dtype(inpt, torch.uint8, scale=True), params["quality"])
         return F.to_dtype(encoded, torch.float32, scale=True)
+
+
+class PILResize(v2.Transform):
+    """Resize through 8 bits with PIL, as the reference does: the result is PIL's uint8 resize, exactly.
+
+    Each [0, 1] image is rounded to uint8, resized by ``PIL.Image.resize``
+    (RGB and L images as they are, other channel counts one channel at a time,
+    so an alpha channel is not premultiplied) and scaled back to [0, 1]. The
+    float pipeline (:class:`v2.Resize`) keeps fractional values instead.
+    """
+
+    def __init__(self, size: tuple[int, int], interpolation: str) -> None:
+        super().__init__()
+        self.size = size  # (height, width)
+        self.resample = PIL_RESAMPLE[interpolation]
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        return tv_tensors.wrap(pil_resize(inpt.as_subclass(torch.Tensor), self.size, self.resample), like=inpt)
+
+
+def pil_resize(image: torch.Tensor, size: tuple[int, int], resample: int) -> torch.Tensor:
+    """``C x H x W`` in [0, 1] resized to ``size`` (height, width) by PIL on its uint8 pixels."""
+    height, width = size
+    pixels = image.clamp(0.0, 1.0).mul(255.0).round().to(torch.uint8).permute(1, 2, 0).numpy()
+    if pixels.shape[2] in (1, 3):  # an L or RGB image (uint8 H x W or H x W x 3)
+        source = Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels)
+        resized = np.asarray(source.resize((width, height), resample)).reshape(height, width, -1)
+    else:
+        resized = np.stack([np.asarray(Image.fromarray(pixels[:, :, c]).resize((width, height), resample))
+                            for c in range(pixels.shape[2])], axis=2)
+    return torch.from_numpy(resized.copy()).permute(2, 0, 1).to(torch.float32) / 255.0
+
+
+def resize(options: PairedDataOptions, side: int) -> v2.Transform:
+    """The resize step to a ``side`` square: in float32, or through uint8 with PIL (``resize_rounding: uint8``)."""
+    if options.resize_rounding == "uint8":
+        return PILResize((side, side), options.interpolation)
+    return v2.Resize((side, side), interpolation=INTERPOLATION[options.interpolation], antialias=True)
 
 
 def geometric(spec: Augmentation, warp: v2.InterpolationMode) -> v2.Transform:
@@ -142,12 +184,11 @@ def _on_colour(step: Callable[[Any], Any], image: torch.Tensor) -> torch.Tensor:
 
 def build_transform(options: PairedDataOptions, split: Split) -> PairTransform:
     """The transform of ``split``: random crop and ``options.augment`` for train; fixed sizing otherwise."""
-    resample = INTERPOLATION[options.interpolation]
     load, crop = options.load_size, options.crop_size
     steps: list[v2.Transform] = []
     if split == "train":
         if load is not None:
-            steps.append(v2.Resize((load, load), interpolation=resample, antialias=True))
+            steps.append(resize(options, load))
         if crop is not None:
             steps.append(v2.RandomCrop(crop))
         warp = v2.InterpolationMode.NEAREST if options.interpolation == "nearest" else v2.InterpolationMode.BILINEAR
@@ -158,13 +199,13 @@ def build_transform(options: PairedDataOptions, split: Split) -> PairTransform:
     preprocess = getattr(options, split).preprocess
     if preprocess == "center_crop":
         if load is not None:
-            steps.append(v2.Resize((load, load), interpolation=resample, antialias=True))
+            steps.append(resize(options, load))
         if crop is not None:
             steps.append(v2.CenterCrop(crop))
     elif preprocess == "resize":
         side = crop if crop is not None else load
         if side is not None:
-            steps.append(v2.Resize((side, side), interpolation=resample, antialias=True))
+            steps.append(resize(options, side))
     return PairTransform(_compose(steps))
 
 

@@ -213,6 +213,10 @@ class PairedDataOptions(Section):
     interpolation: Literal["bicubic", "bilinear", "nearest"] = Field(
         "bicubic", description="Resampling for resize; warps use bilinear, or nearest when this is nearest",
     )
+    resize_rounding: Literal["none", "uint8"] = Field(
+        "none", description="none: resize in float32; uint8: resize 8-bit pixels with PIL and round the result to "
+                            "8 bits, bit for bit as the reference does (16-bit images lose their extra precision)",
+    )
     augment: list[AugmentationSpec] = Field(
         default_factory=lambda: [HFlip()], description="Training augmentations, applied in order",
     )

@@ -48,3 +48,12 @@ def toy_hello(name: str) -> None:
 @hookimpl
 def register_commands(cli):
     cli.add_command(toy_hello)
+
+
+#: A preset of the toy trainer (config values, as a config file holds them).
+QUICK = {"trainer": "toy", "loop": {"epochs": 3}, "toy": {"samples": 8, "lr": 0.1}}
+
+
+@hookimpl
+def register_presets(register):
+    register("toy-quick", QUICK, description="Three short epochs of the toy trainer")

@@ -1,0 +1,65 @@
+"""The presets this plugin registers: recipes as config values (torch-free, read when a preset is asked for).
+
+``pix2pix-reference`` is the training and test recipe of the pix2pix reference
+(junyanz/pytorch-CycleGAN-and-pix2pix, ``train.py --model pix2pix`` and
+``test.py --model pix2pix`` with their defaults), key by key:
+
+* ``--n_epochs 100 --n_epochs_decay 100 --lr_policy linear``: 200 epochs, the
+  LR constant for 100 and decaying linearly over 100 (``pix2pix_linear``).
+* ``--lr 0.0002 --beta1 0.5``: Adam for G and D, betas (0.5, 0.999), picking its
+  kernel as ``torch.optim.Adam(params, lr, betas)`` does (``default``).
+* ``--netG unet_256 --netD basic --norm batch --ngf 64 --ndf 64``, dropout on,
+  ``--init_type normal --init_gain 0.02``; fp32 (no autocast).
+* ``--gan_mode vanilla --lambda_L1 100``: the ``basic`` loss spec.
+* ``--dataset_mode aligned --direction AtoB --batch_size 1 --load_size 286
+  --crop_size 256`` with flips, resized by PIL through 8 bits.
+* ``test.py``: ``load_size`` = ``crop_size`` = 256 (a plain resize, no crop, no
+  flip), batch 1, the first 50 images (``--num_test 50``), and no ``eval()``:
+  dropout on and batch statistics (``test.mode: train``).
+* The reference never validates, and saves every 5 epochs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: ``train.py``/``test.py`` of the reference with ``--model pix2pix`` and its defaults.
+PIX2PIX_REFERENCE: dict[str, Any] = {
+    "trainer": "pix2pix",
+    "loop": {"epochs": 200, "val_every_epochs": None},
+    "checkpoint": {"every_epochs": 5},
+    "data": {
+        "name": "paired",
+        "layout": "aligned",
+        "direction": "AtoB",
+        "in_channels": 3,
+        "out_channels": 3,
+        "load_size": 286,
+        "crop_size": 256,
+        "interpolation": "bicubic",
+        "resize_rounding": "uint8",
+        "augment": [{"name": "hflip", "p": 0.5}],
+        "batch_size": 1,
+        "shuffle": True,
+        "drop_last": False,
+        "val": {"batch_size": 1, "preprocess": "resize"},
+        "test": {"batch_size": 1, "preprocess": "resize", "max_images": 50},
+    },
+    "models": {
+        "generator": {"name": "unet_256", "norm": "batch", "ngf": 64, "dropout_layers": 3, "dropout": 0.5,
+                      "init": "normal", "init_gain": 0.02},
+        "discriminator": {"name": "patchgan_70", "norm": "batch", "ndf": 64, "n_layers": 3, "conditional": True,
+                          "init": "normal", "init_gain": 0.02},
+    },
+    "loss": {"spec": "basic", "gan_mode": "vanilla"},
+    "optim": {
+        "lr_g": 2e-4, "lr_d": 2e-4, "beta1": 0.5, "beta2": 0.999, "weight_decay": 0.0,
+        "implementation": "default",
+        "lr_schedule": {"name": "pix2pix_linear", "n_epochs": 100, "n_epochs_decay": 100, "epoch_count": 1},
+        "lr_schedule_d": None,
+        "gradient_accumulation": 1, "grad_clip": None, "d_every": 1, "g_every": 1,
+    },
+    "precision": {"amp": "off", "channels_last": False, "compile": "off"},
+    "validation": {"eval_mode": False},
+    "test": {"mode": "train"},
+}
