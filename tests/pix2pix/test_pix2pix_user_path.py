@@ -212,7 +212,8 @@ def test_config_init_writes_the_data_and_model_sections_in_full(tmp_path):
     assert "in_channels" not in generator and "input_channels" not in data["models"]["discriminator"]
     assert "    # in_channels: 3  # set from data.in_channels; Channels of the input image (A)\n" in text
     assert "    # target_channels: 3  # set from data.out_channels; " in text
-    assert data["optim"]["lr_schedule"] == {"name": "pix2pix_linear", "n_epochs": 100, "n_epochs_decay": 100,
+    # null: the schedule follows loop.epochs (half constant, half decay), as the resolved config does
+    assert data["optim"]["lr_schedule"] == {"name": "pix2pix_linear", "n_epochs": None, "n_epochs_decay": None,
                                             "epoch_count": 1}
     body = [line for line in text.splitlines()[3:] if line.strip() and not line.strip().startswith("#")]
     assert all("  # " in line for line in body), [line for line in body if "  # " not in line]
