@@ -9,6 +9,7 @@ time to finish their step and write a checkpoint.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -49,12 +50,14 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
     if "OMP_NUM_THREADS" not in os.environ:  # as torchrun: share the cores between the processes
         os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // nproc))
     logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
-    config = LaunchConfig(
+    options = dict(
         min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=str(uuid.uuid4()),
         rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=max_restarts,
         monitor_interval=0.1, start_method="spawn", logs_specs=DefaultLogsSpecs(),
-        shutdown_timeout=SHUTDOWN_TIMEOUT_S,
     )
+    if "shutdown_timeout" in {field.name for field in dataclasses.fields(LaunchConfig)}:
+        options["shutdown_timeout"] = SHUTDOWN_TIMEOUT_S  # newer torch; older ones wait their fixed default
+    config = LaunchConfig(**options)
     try:
         elastic_launch(config, sys.executable)("-m", "nectargan_core", *worker_args)
     except ChildFailedError as exc:

@@ -84,3 +84,29 @@ def killed_then_resumed(run_dir: Path, train_args: list[str], kill_step: int, *,
     resumed = run_cli("train", "--resume", str(run_dir), env=env, cwd=cwd)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     return killed, resumed
+
+
+def same(a, b) -> bool:
+    """Tensors equal to the bit, through nested dicts, lists and tuples (state dicts, optimizer states)."""
+    import torch
+
+    if isinstance(a, torch.Tensor):
+        return torch.equal(a, b)
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(map(same, a, b))
+    return a == b
+
+
+def finite(state) -> bool:
+    """Every floating-point tensor in a nested state is finite (no NaN or inf reached the weights)."""
+    import torch
+
+    if isinstance(state, torch.Tensor):
+        return not state.is_floating_point() or bool(torch.isfinite(state).all())
+    if isinstance(state, dict):
+        return all(map(finite, state.values()))
+    if isinstance(state, (list, tuple)):
+        return all(map(finite, state))
+    return True

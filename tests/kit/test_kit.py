@@ -23,7 +23,7 @@ from kitgan_trainer import KitGanTrainer, PlainTrainer
 from nectargan_core import AccumulationGroup, Run, Trainer, TrainerKit, hookimpl, load_checkpoint
 from nectargan_core.capabilities import NONFINITE_SKIP
 from nectargan_core.rundir import RunDir
-from support import make_fake_dist, run_cli
+from support import finite, make_fake_dist, run_cli, same
 
 HERE = Path(__file__).resolve().parent
 NETS = ("generator", "discriminator", "opt_g", "opt_d")
@@ -66,26 +66,6 @@ def assert_close(a, b, *, atol: float, where: str = "") -> None:
             assert_close(x, y, atol=atol, where=f"{where}[{i}]")
     else:
         assert a == b, where
-
-
-def same(a, b) -> bool:
-    if isinstance(a, torch.Tensor):
-        return torch.equal(a, b)
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(map(same, a, b))
-    return a == b
-
-
-def finite(state) -> bool:
-    if isinstance(state, torch.Tensor):
-        return not state.is_floating_point() or bool(torch.isfinite(state).all())
-    if isinstance(state, dict):
-        return all(map(finite, state.values()))
-    if isinstance(state, (list, tuple)):
-        return all(map(finite, state))
-    return True
 
 
 class Snapshots:

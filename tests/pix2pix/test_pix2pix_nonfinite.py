@@ -14,6 +14,7 @@ import torch
 
 from nectargan_core import Run, hookimpl, load_checkpoint
 from nectargan_core.errors import TrainingError
+from support import finite, same
 from test_pix2pix_trainer import config
 
 
@@ -50,26 +51,6 @@ class Snapshots:
     @hookimpl
     def on_train_batch_end(self, trainer):
         self.after[trainer.global_step] = snapshot(trainer)
-
-
-def same(a, b) -> bool:
-    if isinstance(a, torch.Tensor):
-        return torch.equal(a, b)
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(map(same, a, b))
-    return a == b
-
-
-def finite(state) -> bool:
-    if isinstance(state, torch.Tensor):
-        return not state.is_floating_point() or bool(torch.isfinite(state).all())
-    if isinstance(state, dict):
-        return all(finite(v) for v in state.values())
-    if isinstance(state, (list, tuple)):
-        return all(map(finite, state))
-    return True
 
 
 @pytest.mark.parametrize("implementation", ["auto", "foreach", "single"])  # auto: fused Adam (found_inf)
