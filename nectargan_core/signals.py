@@ -3,10 +3,15 @@
 The first signal asks the trainer to finish its current step, write a
 checkpoint and stop; a second SIGINT stops at once (checkpoint writes are
 atomic, so nothing already saved is damaged).
+
+A Ctrl-C in a terminal reaches the whole foreground process group, DataLoader
+workers included; they inherit the handler when forked, and ignore the signal
+(the main process stops them), so one Ctrl-C prints one message.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from contextlib import contextmanager
@@ -19,8 +24,11 @@ EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
 def graceful_stop(trainer: Any) -> Iterator[list[str]]:
     """Within the block, SIGINT/SIGTERM call ``trainer.request_stop``; yields the signals seen."""
     received: list[str] = []
+    owner = os.getpid()
 
     def handler(signum: int, frame: Any) -> None:
+        if os.getpid() != owner:  # a forked worker: the process that trains handles the stop
+            return
         name = signal.Signals(signum).name
         if received:
             signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -137,6 +137,42 @@ def test_signal_stops_gracefully_with_a_checkpoint(tmp_path, sig, code):
     assert json.loads((run_dir / "status.json").read_text())["step"] == status["step"] + 2
 
 
+WORKERS_SCRIPT = """
+import sys, time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from nectargan_core.signals import graceful_stop
+
+class Trainer:
+    stop = None
+    def request_stop(self, reason, interrupted=False):
+        self.stop = reason
+
+trainer = Trainer()
+data = DataLoader(TensorDataset(torch.arange(10_000.0)), batch_size=1, num_workers=2)
+with graceful_stop(trainer) as received:
+    for i, _ in enumerate(data):  # the two workers are forked with the handler installed
+        if i == 2:
+            print("ready", flush=True)
+        if trainer.stop:
+            break
+        time.sleep(0.01)
+print("stopped:", trainer.stop, received, flush=True)
+"""
+
+
+def test_one_ctrl_c_in_a_terminal_prints_one_message_with_dataloader_workers():
+    # A terminal's Ctrl-C signals the whole foreground process group: the trainer and its DataLoader workers.
+    proc = subprocess.Popen([sys.executable, "-c", WORKERS_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    assert proc.stdout.readline().strip() == "ready"
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert out.strip() == "stopped: SIGINT ['SIGINT']"
+    assert err.count("SIGINT received") == 1, err
+
+
 def test_second_sigint_stops_at_once_without_damage(tmp_path):
     from nectargan_core.checkpoint import load_checkpoint
 
