@@ -123,8 +123,10 @@ class ConsoleVisualizer:
     def on_resume(self, trainer: Any, step: int) -> None:
         # The records this run already logged: the next line printed is the one an uninterrupted run prints next.
         self._logs = sum(1 for _ in read_metrics(trainer.run_dir.metrics_file, "train"))
-        self._print(f"resuming '{trainer.name}' after step {step} (epoch {trainer.epochs_done + 1}, "
-                    f"batch {trainer.batch_in_epoch}): lines printed before the stop for later steps are superseded")
+        if trainer.finished:
+            return  # nothing will be trained (``nectargan train`` says so): no "resuming" line
+        self._print(f"resuming '{trainer.name}' at {trainer.position_text()}: "
+                    "lines printed before the stop for later steps are superseded")
 
     @hookimpl
     def on_epoch_start(self, trainer: Any, epoch: int) -> None:
