@@ -11,10 +11,22 @@ engine classes are loaded on first access.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import CheckpointError, ConfigError, NectarGANError, PluginError
 from .hookspecs import hookimpl, hookspec
+
+if TYPE_CHECKING:  # what _LAZY loads on first access, spelled out for type checkers and the API reference
+    from .accumulation import AccumulationGroup
+    from .checkpoint import load_checkpoint
+    from .config import Section, choice_of, load_config
+    from .kit import TrainerKit
+    from .metrics import read_metrics
+    from .plugins import get_plugins
+    from .run import Run
+    from .sampling import ResumableSampler
+    from .trainer import Trainer
+    from .update import Update, optimizer_step
 
 __version__ = "0.1.0"
 

@@ -24,8 +24,8 @@ from .errors import ConfigError
 if TYPE_CHECKING:  # pragma: no cover
     from .registry import Registry
 
-#: The trainer leaves the update of a batch with a non-finite loss out (``loop.nonfinite: skip``).
 NONFINITE_SKIP = "nonfinite_skip"
+"""The trainer leaves the update of a batch with a non-finite loss out (``loop.nonfinite: skip``)."""
 
 
 @dataclass(frozen=True)

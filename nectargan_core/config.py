@@ -374,7 +374,9 @@ class ComponentChoice(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     kind: ClassVar[str] = ""
+    """The kind of part this choice names (``model``, ``dataset``, ...); set by :func:`choice_of`."""
     name: str
+    """The registered name of the part, bare (``unet_256``) or qualified (``nectargan-models:unet_256``)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -391,6 +393,7 @@ class ComponentChoice(BaseModel):
 
     @property
     def options(self) -> dict[str, Any]:
+        """The part's options: what the config gave, validated and filled with the defaults of its options model."""
         return dict(self.model_extra or {})
 
 

@@ -102,10 +102,12 @@ class Distributed:
 
     @property
     def enabled(self) -> bool:
+        """Whether the run has several processes."""
         return self.world_size > 1
 
     @property
     def is_main(self) -> bool:
+        """Whether this is rank 0, the process that writes the run's files."""
         return self.rank == 0
 
     def device(self, device: torch.device) -> torch.device:
@@ -218,6 +220,7 @@ class Distributed:
         return out
 
     def barrier(self) -> None:
+        """Wait until every process gets here (nothing to do for one process)."""
         if self.enabled:
             import torch.distributed as dist
 

@@ -30,7 +30,16 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 PROJECT_NAME = "nectargan"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+"""Marks a hook specification of the ``nectargan`` project (for the core's hookspecs; plugins do not need it)."""
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+"""Marks a function or method as a hook implementation: ``@hookimpl`` or ``@hookimpl(wrapper=True)``.
+
+Put it on the ``register_*`` functions of a plugin module and on the run hooks
+(``train_step``, ``on_epoch_end``, ...) of trainers, visualizers and callbacks;
+functions without it are not hooks. It is pluggy's ``HookimplMarker`` for the
+``nectargan`` project, so its keyword arguments (``wrapper``, ``tryfirst``,
+``trylast``) are pluggy's.
+"""
 
 #: The ``register`` callable that every ``register_*`` hook receives.
 #: Call it as ``register(name, obj, *, options=None, description=None, **meta)``.

@@ -114,8 +114,8 @@ class TrainerKit:
     on first use); read from the class, it is the declaration.
     """
 
-    #: What a trainer that declares the kit supports (added to its ``capabilities``).
     capabilities: ClassVar[frozenset[str]] = frozenset({NONFINITE_SKIP})
+    """What a trainer that declares the kit supports (added to its ``capabilities``)."""
 
     def __init__(self) -> None:
         #: The trainer this kit serves (None on the class-level declaration).

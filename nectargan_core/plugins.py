@@ -84,10 +84,12 @@ class PluginInfo:
 
     @property
     def builtin(self) -> bool:
+        """Whether this is the core's own plugin (distribution nectargan-core)."""
         return normalize(self.distribution or "") == CORE_DISTRIBUTION
 
     @property
     def error(self) -> str | None:
+        """Why the plugin failed to load, in one line (its ``errors`` joined), or None."""
         return "; ".join(self.errors) if self.errors else None
 
     @property
@@ -97,10 +99,12 @@ class PluginInfo:
 
     @property
     def label(self) -> str:
+        """How messages name the plugin: ``plugin 'KEY' (DISTRIBUTION VERSION)``."""
         version = f" {self.version}" if self.version else ""
         return f"plugin '{self.key}' ({self.distribution or self.module}{version})"
 
     def as_dict(self) -> dict[str, Any]:
+        """The plugin as ``nectargan plugins list --json`` shows it."""
         return {
             "name": self.name,
             "module": self.module,
@@ -183,6 +187,12 @@ class PluginHost:
 
     # -- loading ---------------------------------------------------------
     def load_entry_points(self) -> "PluginHost":
+        """Import and register every plugin of the ``nectargan`` entry-point group; returns the host.
+
+        ``NECTARGAN_DISABLE_PLUGINS`` and ``NECTARGAN_LOAD_PLUGINS`` (from the host's
+        environment) choose which; a plugin that fails is recorded with status
+        ``error`` and the others load (``NECTARGAN_STRICT_PLUGINS=1``: it raises).
+        """
         disabled = env_list(self.env, "NECTARGAN_DISABLE_PLUGINS") or set()
         allowed = env_list(self.env, "NECTARGAN_LOAD_PLUGINS")
         for entry in discover_entry_points():
@@ -318,6 +328,7 @@ class PluginHost:
     # -- using -----------------------------------------------------------
     @property
     def failures(self) -> list[PluginInfo]:
+        """The plugins that failed to load."""
         return [p for p in self.plugins.values() if p.status == "error"]
 
     def warn_failures(self, stream: Any = None) -> None:
@@ -397,6 +408,7 @@ class PluginHost:
                 cli.add_command(ambiguous_command(name, [info for info, _ in owners], qualified))
 
     def loaded(self) -> Iterable[PluginInfo]:
+        """The plugins that loaded."""
         return (p for p in self.plugins.values() if p.status == "loaded")
 
 

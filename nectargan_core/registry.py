@@ -87,6 +87,7 @@ class Component:
 
     @property
     def provided_by(self) -> str:
+        """How messages name the part's plugin: ``plugin 'NAME' (DISTRIBUTION)``."""
         if self.distribution:
             return f"plugin '{self.provider}' ({self.distribution})"
         return f"plugin '{self.provider}'"
@@ -162,6 +163,7 @@ class Registry:
 
     # -- reading ---------------------------------------------------------
     def names(self, kind: str) -> list[str]:
+        """The registered names of ``kind`` (``model``, ``loss``, ...), sorted."""
         return sorted(self._parts[kind])
 
     def all(self, kind: str) -> list[Component]:
@@ -210,6 +212,7 @@ class Registry:
         raise PluginError(where + self._unknown_message(kind, name, qualified))
 
     def provided_by(self, provider: str) -> list[Component]:
+        """The parts registered by the plugin ``provider``."""
         return [c for c in self if c.provider == provider]
 
     def _candidates(self, kind: str, name: str) -> tuple[list[Component], bool]:

@@ -208,18 +208,22 @@ class Run:
     # -- using -----------------------------------------------------------
     @property
     def dir(self) -> Path:
+        """The run directory (``output_dir/name/version_N``)."""
         return self.run_dir.path
 
     def fit(self) -> "Run":
+        """Train to the end (``loop.epochs``, ``loop.max_steps`` or a stop request); returns the run."""
         self.trainer.fit()
         return self
 
     def fit_epoch(self) -> "Run":
+        """Train one epoch, or what is left of the current one; returns the run."""
         self.trainer.fit_epoch()
         return self
 
     @property
     def finished(self) -> bool:
+        """Whether training has reached its end (or was stopped)."""
         return self.trainer.finished
 
     def metrics(self, kind: str | None = None) -> list[dict[str, Any]]:
@@ -227,6 +231,7 @@ class Run:
         return list(read_metrics(self.run_dir.metrics_file, kind))
 
     def status(self) -> dict[str, Any]:
+        """The run's ``status.json``: ``status`` (running, finished, failed, interrupted), epoch, step, ..."""
         return self.run_dir.read_status()
 
     def close(self) -> None:

@@ -35,19 +35,27 @@ IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg"}
 
 @dataclass(frozen=True)
 class RunDir:
+    """A run's directory: its files, status and checkpoints.
+
+    A trainer reaches it as ``self.run_dir``: write example grids to
+    ``examples/epochNNNN.png`` and files of your own under ``path``.
+    """
     path: Path
 
     # -- layout ----------------------------------------------------------
     @property
     def config_file(self) -> Path:
+        """``config.yaml``: the resolved config of the run."""
         return self.path / "config.yaml"
 
     @property
     def status_file(self) -> Path:
+        """``status.json``: what :meth:`read_status` returns."""
         return self.path / "status.json"
 
     @property
     def metrics_file(self) -> Path:
+        """``metrics.jsonl``: one JSON record per log interval, validation and epoch."""
         return self.path / "metrics.jsonl"
 
     @property
@@ -56,18 +64,22 @@ class RunDir:
 
     @property
     def checkpoints(self) -> Path:
+        """The ``checkpoints/`` folder."""
         return self.path / "checkpoints"
 
     @property
     def examples(self) -> Path:
+        """The ``examples/`` folder, where trainers write example grids (``epochNNNN.png``)."""
         return self.path / "examples"
 
     @property
     def best_checkpoint(self) -> Path:
+        """``checkpoints/best.pt``, written when ``checkpoint.best_metric`` improves."""
         return self.checkpoints / "best.pt"
 
     @staticmethod
     def checkpoint_name(epoch: int, step: int) -> str:
+        """The file name of a periodic checkpoint: ``epochNNNN-stepNNNNNNNN.pt``."""
         return f"epoch{epoch:04d}-step{step:08d}.pt"
 
     # -- creating and opening --------------------------------------------
@@ -108,11 +120,13 @@ class RunDir:
 
     # -- status ------------------------------------------------------------
     def write_status(self, status: str, **fields: Any) -> None:
+        """Replace ``status.json`` atomically with ``status`` (running, finished, failed, interrupted) and ``fields``."""
         assert status in STATUSES, status
         record = {"status": status, "updated": time.time(), "pid": os.getpid(), **fields}
         atomic_write_text(self.status_file, json.dumps(record, indent=2) + "\n")
 
     def read_status(self) -> dict[str, Any]:
+        """``status.json`` as a dict; ``{"status": "unknown"}`` when it is missing or unreadable."""
         try:
             return json.loads(self.status_file.read_text())
         except (OSError, ValueError):
@@ -157,6 +171,7 @@ class RunDir:
         return max(found, key=lambda item: (item[1], item[0].name), default=None)
 
     def latest_checkpoint(self) -> Path | None:
+        """The newest periodic checkpoint, or None."""
         checkpoints = self.periodic_checkpoints()
         return checkpoints[-1] if checkpoints else None
 

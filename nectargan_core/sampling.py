@@ -22,6 +22,13 @@ from torch.utils.data import Sampler
 
 
 class ResumableSampler(Sampler[int]):
+    """Indices in an order fixed by ``(seed, epoch)``, resumable mid-epoch and sharded by rank.
+
+    ``ResumableSampler(data, shuffle=True, seed=0)``: ``data`` is the dataset
+    (its ``len``) or the number of samples. Use it as the sampler of a trainer's
+    train DataLoader: the engine calls :meth:`set_epoch`, :meth:`skip` on a
+    mid-epoch resume and :meth:`shard` in a distributed run.
+    """
     def __init__(self, data: Sized | int, *, shuffle: bool = True, seed: int = 0) -> None:
         self.length = data if isinstance(data, int) else len(data)
         self.shuffle = shuffle

@@ -10,6 +10,10 @@ plugin's tests need no conftest.py::
         result = run_training(tiny_config("my_trainer"))
         assert result.metrics
 
+A trainer's plugin makes ``tiny_config`` fast for its trainer by registering
+a preset named ``<trainer>-tiny`` (nectargan-pix2pix registers
+``pix2pix-tiny``: 32 px images, small networks, a run of seconds).
+
 pytest loads this module at start-up in every project, so it imports neither
 torch nor the engine until a fixture runs.
 """
@@ -43,7 +47,7 @@ def nectargan_plugin_host() -> Callable[..., Any]:
     from .plugins import PluginHost
 
     def make(*plugins: Any, installed: bool = True) -> PluginHost:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}
+        env = _host_env()
         if not installed:
             env["NECTARGAN_LOAD_PLUGINS"] = ""
         host = PluginHost(env).load_entry_points()
@@ -78,26 +82,87 @@ def tiny_paired_dataset(tmp_path_factory) -> Path:
     return root
 
 
+TINY_PRESET_SUFFIX = "-tiny"
+"""The suffix of the preset that ``tiny_config(trainer)`` starts from: ``pix2pix-tiny`` for ``pix2pix``."""
+
+
+def _host_env() -> dict[str, str]:
+    """The environment without ``NECTARGAN_*`` variables, so a test does not depend on the calling shell."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}
+
+
+def tiny_preset(trainer: str, registry: Any = None) -> dict[str, Any]:
+    """The config values of preset ``<trainer>-tiny`` when a plugin registers one, else ``{}``.
+
+    ``registry`` defaults to the installed plugins' (``NECTARGAN_*`` variables ignored).
+    """
+    from .presets import preset_data
+
+    if registry is None:
+        from .plugins import PluginHost
+
+        registry = PluginHost(_host_env()).load_entry_points().registry
+    name = trainer + TINY_PRESET_SUFFIX
+    if not registry.has("preset", name):
+        return {}
+    data = preset_data(registry, name)
+    if data["trainer"] != trainer:
+        raise AssertionError(f"preset '{name}' is for trainer '{data['trainer']}', not '{trainer}'")
+    return data
+
+
+def merge_sections(config: dict[str, Any], sections: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with each of ``sections`` merged into the section of that name, one level deep.
+
+    A mapping updates the keys of a mapping section (``loop={"epochs": 2}``
+    keeps the other ``loop`` keys), unless it names another part than the
+    section does (``data={"name": "my_pairs", ...}`` in place of the preset's
+    ``paired``): another part takes other options, so it replaces the section.
+    Any other value, or a value for a section that is not a mapping, replaces
+    it. A key given a mapping, such as ``models={"generator": {...}}``,
+    replaces that key's whole value.
+    """
+    merged = dict(config)
+    for name, value in sections.items():
+        current = merged.get(name)
+        if isinstance(current, dict) and isinstance(value, dict) and value.get("name", current.get("name")) \
+                == current.get("name"):
+            merged[name] = {**current, **value}
+        else:
+            merged[name] = value
+    return merged
+
+
 @pytest.fixture
 def tiny_config(tmp_path) -> Callable[..., dict[str, Any]]:
     """Build a small run config for ``trainer``: CPU, one epoch, a log record every step, no console output.
 
-    ``tiny_config("my_trainer", loop={"epochs": 2}, data={...})`` merges each
-    keyword into the section of that name (replacing non-dict values). Runs
-    go under this test's temporary directory.
+    ``tiny_config(trainer, *, preset="auto", **sections) -> dict``. It starts
+    from the trainer's tiny preset (``<trainer>-tiny``, when its plugin
+    registers one; ``preset=None`` for none, or ``preset="name"`` for another),
+    sets ``run`` (``output_dir`` under this test's temporary directory,
+    ``device: cpu``, ``seed: 0``), ``loop`` (``epochs: 1``,
+    ``log_every_steps: 1``) and ``visualizers: {}``, then merges each keyword
+    into the section of that name (see :func:`merge_sections`):
+    ``tiny_config("pix2pix", data={"root": str(tiny_paired_dataset)}, loop={"epochs": 2})``.
     """
 
-    def make(trainer: str, **sections: Any) -> dict[str, Any]:
-        config: dict[str, Any] = {
-            "trainer": trainer,
+    def make(trainer: str, *, preset: str | None = "auto", **sections: Any) -> dict[str, Any]:
+        if preset == "auto":
+            base = tiny_preset(trainer)
+        elif preset is None:
+            base = {}
+        else:
+            from .plugins import PluginHost
+            from .presets import preset_data
+
+            base = preset_data(PluginHost(_host_env()).load_entry_points().registry, preset)
+        config = merge_sections({**base, "trainer": trainer}, {
             "run": {"name": trainer, "output_dir": str(tmp_path / "runs"), "device": "cpu", "seed": 0},
             "loop": {"epochs": 1, "log_every_steps": 1},
-            "visualizers": {},
-        }
-        for name, value in sections.items():
-            current = config.get(name)
-            config[name] = {**current, **value} if isinstance(current, dict) and isinstance(value, dict) else value
-        return config
+        })
+        config["visualizers"] = {}
+        return merge_sections(config, sections)
 
     return make
 

@@ -34,18 +34,20 @@ if TYPE_CHECKING:  # pragma: no cover
 class Trainer:
     """Base class for trainers. Subclasses implement ``setup`` and the ``train_step`` hook."""
 
-    #: The pydantic model of the trainer's own config sections (also given to ``register``).
     options: ClassVar[Any] = None
-    #: In a distributed run: True when ``validate`` runs in every process, each on its share of
-    #: the val split, and returns the metrics of the whole split (reduced across processes);
-    #: False when rank 0 validates alone and the others receive its results.
+    """The pydantic model of the trainer's own config sections (also given to ``register``)."""
     distributed_validation: ClassVar[bool] = False
-    #: Core options this trainer implements in its step (see ``nectargan_core.capabilities``), e.g.
-    #: ``"nonfinite_skip"`` for ``loop.nonfinite: skip``; a config asking for one it lacks is refused.
-    #: Declaring ``kit = TrainerKit()`` in the class body adds the kit's.
+    """In a distributed run: True when ``validate`` runs in every process, each on its share of
+    the val split, and returns the metrics of the whole split (reduced across processes);
+    False when rank 0 validates alone and the others receive its results.
+    """
     capabilities: ClassVar[frozenset[str]] = frozenset()
-    #: What the columns of the trainer's example grids show, left to right (the report labels them).
+    """Core options this trainer implements in its step (see ``nectargan_core.capabilities``), e.g.
+    ``"nonfinite_skip"`` for ``loop.nonfinite: skip``; a config asking for one it lacks is refused.
+    Declaring ``kit = TrainerKit()`` in the class body adds the kit's.
+    """
     example_columns: ClassVar[tuple[str, ...]] = ()
+    """What the columns of the trainer's example grids show, left to right (the report labels them)."""
 
     def __init__(
         self,
@@ -149,9 +151,11 @@ class Trainer:
         return obj
 
     def state_dict(self) -> dict[str, Any]:
+        """The state of every tracked object, by the name given to :meth:`track`."""
         return {name: obj.state_dict() for name, obj in self.stateful.items()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore every tracked object from ``state``; a missing one is a :class:`CheckpointError`."""
         missing = [name for name in self.stateful if name not in state]
         if missing:
             raise CheckpointError(
@@ -227,6 +231,7 @@ class Trainer:
     # -- the loop --------------------------------------------------------
     @property
     def finished(self) -> bool:
+        """Whether the loop is done: ``loop.epochs`` trained, ``loop.max_steps`` reached, or a stop requested."""
         loop = self.config.loop
         if self.stop_reason is not None:
             return True
@@ -428,6 +433,7 @@ class Trainer:
         return loader
 
     def num_batches(self) -> int | None:
+        """Batches per epoch of the train loader (``len``), or None when it has no length."""
         try:
             return len(self.train_loader)  # type: ignore[arg-type]
         except TypeError:

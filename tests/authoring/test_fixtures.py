@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import inspect
+import re
 import subprocess
 import sys
+from pathlib import Path
 from types import ModuleType
+from typing import Any, get_type_hints
 
 import pytest
+import yaml
 from PIL import Image
 
 from nectargan_core import hookimpl
+from nectargan_core.testing import TrainingResult, merge_sections, tiny_preset
+from support import ROOT
 
 
 def loss_plugin(name: str) -> ModuleType:
@@ -69,3 +76,58 @@ def test_run_training_returns_the_run_and_its_records(tiny_config, run_training,
 def test_loading_the_pytest_plugin_does_not_import_torch():
     code = "import sys, nectargan_core.testing; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# -- the documented signatures and the tiny presets (docs/plugins/testing.md) ----------------------------
+TESTING_DOC = ROOT / "docs" / "plugins" / "testing.md"
+
+
+def documented_signatures() -> dict[str, str]:
+    """``fixture -> "(args) -> return"`` from the table of docs/plugins/testing.md."""
+    rows = re.findall(r"^\| `(\w+)` \| `\1(\(.*\) -> .*)` \|$", TESTING_DOC.read_text(), re.M)
+    return {name: signature.replace("\\|", "|") for name, signature in rows}
+
+
+def test_the_documented_signatures_are_the_fixtures(nectargan_plugin_host, tiny_config, run_training):
+    documented = documented_signatures()
+    assert sorted(documented) == ["nectargan_plugin_host", "run_training", "tiny_config"]
+    for name, value in [("nectargan_plugin_host", nectargan_plugin_host), ("tiny_config", tiny_config),
+                        ("run_training", run_training)]:
+        unquoted = re.sub("[\"']", "", documented[name])  # the code's annotations are strings (PEP 563)
+        assert re.sub("[\"']", "", str(inspect.signature(value))) == unquoted, name
+    assert "| `tiny_paired_dataset` | a `Path` (not a function) |" in TESTING_DOC.read_text()
+    assert TrainingResult._fields == ("dir", "metrics")
+    assert get_type_hints(TrainingResult) == {"dir": Path, "metrics": list[dict[str, Any]]}
+
+
+def test_tiny_config_starts_from_the_trainers_tiny_preset(tiny_config, tiny_paired_dataset, run_training, tmp_path):
+    config = tiny_config("pix2pix", data={"root": str(tiny_paired_dataset)}, loop={"epochs": 2})
+    assert config["models"]["generator"] == {"name": "unet", "depth": 5, "ngf": 8, "max_width": 32}
+    assert config["data"]["root"] == str(tiny_paired_dataset) and config["data"]["crop_size"] == 32
+    assert config["loop"] == {"epochs": 2, "log_every_steps": 1} and config["visualizers"] == {}
+    assert config["run"]["output_dir"] == str(tmp_path / "runs")
+    result = run_training(config)
+    assert isinstance(result, TrainingResult) and isinstance(result.dir, Path)
+    assert [r["step"] for r in result.metrics if r["kind"] == "train"] == [1, 2, 3, 4]  # batches of 4
+    saved = yaml.safe_load((result.dir / "config.yaml").read_text())
+    assert saved["models"]["discriminator"]["n_layers"] == 2 and saved["data"]["load_size"] == 32
+    assert sorted(p.name for p in (result.dir / "examples").iterdir()) == ["epoch0001.png", "epoch0002.png"]
+
+
+def test_tiny_config_without_a_preset_or_with_another_part(tiny_config):
+    assert "models" not in tiny_config("pix2pix", preset=None)
+    assert "models" not in tiny_config("toy")  # the toy plugin registers no toy-tiny
+    assert tiny_preset("toy") == {}
+    mine = tiny_config("pix2pix", data={"name": "my_pairs", "batch_size": 2})
+    assert mine["data"] == {"name": "my_pairs", "batch_size": 2}  # another part: the paired options go
+    same = tiny_config("pix2pix", data={"name": "paired", "batch_size": 2})
+    assert same["data"]["crop_size"] == 32 and same["data"]["batch_size"] == 2
+    reference = tiny_config("pix2pix", preset="pix2pix-reference")
+    assert reference["models"]["generator"]["name"] == "unet_256" and reference["loop"]["epochs"] == 1
+
+
+def test_merge_sections_replaces_a_key_given_a_mapping():
+    merged = merge_sections({"models": {"generator": {"name": "unet", "depth": 5}, "discriminator": {"ndf": 8}}},
+                            {"models": {"generator": {"name": "mine"}}, "visualizers": ["console"]})
+    assert merged == {"models": {"generator": {"name": "mine"}, "discriminator": {"ndf": 8}},
+                      "visualizers": ["console"]}

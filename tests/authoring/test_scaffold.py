@@ -109,6 +109,16 @@ def test_pix2pix_run_uses_the_new_generator(kit, monkeypatch, nectargan_plugin_h
     assert list((result.dir / "checkpoints").glob("epoch0001*.pt"))
 
 
+def test_pix2pix_batches_the_new_dataset_by_its_batch_size_option(kit, monkeypatch, nectargan_plugin_host,
+                                                                  tiny_config, run_training):
+    root, env = kit
+    monkeypatch.syspath_prepend(env["PYTHONPATH"])
+    config = tiny_config("pix2pix", data={"name": "kit_dataset", "count": 6, "size": 32, "batch_size": 4},
+                         validation={"metrics": ["l1"]}, examples={"every_epochs": None})
+    result = run_training(config, host=nectargan_plugin_host())
+    assert [r["step"] for r in result.metrics if r["kind"] == "train"] == [1, 2]  # 6 pairs in batches of 4
+
+
 @pytest.mark.parametrize("name", ["Bad", "has-dash", "1st", "", "a" * 41, "class"])
 def test_new_refuses_a_bad_name(tmp_path, name):
     result = CliRunner().invoke(plugins_group, ["new", name, "--dir", str(tmp_path)], standalone_mode=False,

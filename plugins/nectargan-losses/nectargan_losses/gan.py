@@ -52,6 +52,7 @@ class GANObjective:
 
     @property
     def needs_gradient_penalty(self) -> bool:
+        """Whether the discriminator's loss gets a gradient penalty (``gp_weight`` > 0)."""
         return self.gp_weight > 0
 
     def discriminator_terms(self, real_logits: torch.Tensor, fake_logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -64,6 +65,7 @@ class GANObjective:
         return real + fake
 
     def generator_loss(self, fake_logits: torch.Tensor) -> torch.Tensor:
+        """The generator's loss, a 0-dim tensor, from D's logits on generated images."""
         raise NotImplementedError
 
     def gradient_penalty(self, critic: Callable[[torch.Tensor], torch.Tensor], real: torch.Tensor,

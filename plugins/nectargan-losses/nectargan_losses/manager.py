@@ -23,7 +23,7 @@ import torch
 from pydantic import ValidationError
 
 from nectargan_core.config import describe_errors
-from nectargan_core.errors import ConfigError
+from nectargan_core.errors import ConfigError, PluginError
 from nectargan_core.registry import Registry
 
 from .config import LossSection, ResolvedLoss
@@ -64,11 +64,13 @@ class LossResult:
         self.parts: dict[str, torch.Tensor] = {}
 
     def add(self, key: str, raw: torch.Tensor, weight: float) -> None:
+        """Add term ``key``: its unweighted value ``raw`` times ``weight`` joins ``total``."""
         weighted = raw * weight
         self.total = weighted if self.total is None else self.total + weighted
         self.raw[key], self.weighted[key], self.weights[key] = raw.detach(), weighted.detach(), weight
 
     def skip(self, key: str) -> None:
+        """Record term ``key`` as not computed at this step (its weight is 0)."""
         self.weighted[key], self.weights[key] = 0.0, 0.0
 
     def logs(self) -> dict[str, torch.Tensor | float]:
@@ -187,6 +189,23 @@ class LossHistory:
         self._open = load(state["open"]) if state["open"] is not None else None
 
 
+def build_loss(registry: Registry, name: str, options: Mapping[str, Any], where: str) -> Callable[..., Any]:
+    """The registered loss ``name`` built with ``options``: a callable ``loss(fake, real) -> tensor``.
+
+    A factory that builds anything else (a GAN objective, which only
+    ``gan_mode`` takes, or a non-callable) is a :class:`PluginError` naming
+    the loss and its plugin.
+    """
+    component = registry.get("loss", name)
+    loss = component.load()(**options)
+    if isinstance(loss, GANObjective) or not callable(loss):
+        what = "a GAN objective (use it as loss.gan_mode)" if isinstance(loss, GANObjective) else \
+            f"a {type(loss).__name__}, which is not callable"
+        raise PluginError(f"{where}: loss '{component.name}' ({component.provided_by}) built {what}; a loss term "
+                          "needs a callable loss(fake, real) -> tensor (see docs/plugins/contracts.md)")
+    return loss
+
+
 class LossManager:
     """The loss terms of a GAN trainer, built from a ``loss`` config section.
 
@@ -223,7 +242,7 @@ class LossManager:
         self.objective = objective
         self.terms: list[Term] = []
         for name, spec in self.resolved.terms.items():
-            loss = None if spec.loss == GAN else registry.get("loss", spec.loss).load()(**spec.options)
+            loss = None if spec.loss == GAN else build_loss(registry, spec.loss, spec.options, f"loss term '{name}'")
             prefix = "G" if spec.role == "generator" else "D"
             schedule = build_schedule(spec.weight_spec(), registry)
             self.terms.append(Term(name, spec.role, f"{prefix}/{name}", loss, schedule))
@@ -312,9 +331,11 @@ class LossManager:
         return result
 
     def state_dict(self) -> dict[str, Any]:
+        """The loss history (weights need no state: schedules are pure)."""
         return {"history": self.history.state_dict()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore the loss history saved by :meth:`state_dict`."""
         self.history.load_state_dict(state["history"])
 
     def __repr__(self) -> str:

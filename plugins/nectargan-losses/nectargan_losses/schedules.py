@@ -46,6 +46,7 @@ class Schedule:
 
 
 class Constant(Schedule):
+    """The same ``value`` at every position."""
     def __init__(self, value: float = 1.0, *, unit: str = "epoch") -> None:
         self.constant = float(value)
         self.unit = unit
@@ -79,6 +80,7 @@ class Ramp(Schedule):
         return self.interpolate((t - self.start) / (self.end - self.start))
 
     def interpolate(self, fraction: float) -> float:
+        """The value at ``fraction`` (0 to 1, exclusive) of the way from ``start`` to ``end``; subclasses define the curve."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -87,6 +89,7 @@ class Ramp(Schedule):
 
 
 class Linear(Ramp):
+    """A straight line from ``start_value`` to ``end_value``."""
     def interpolate(self, fraction: float) -> float:
         return self.start_value + (self.end_value - self.start_value) * fraction
 
@@ -193,7 +196,19 @@ def build_schedule(spec: "Mapping[str, Any] | float", registry: "Registry | None
     options = {k: v for k, v in spec.items() if k != "name"}
     if isinstance(options.get("then"), Mapping):
         options["then"] = build_schedule(options["then"], registry, epochs=epochs)
-    schedule = registry.get("schedule", spec["name"], key="schedule").load()(**options)
+    component = registry.get("schedule", spec["name"], key="schedule")
+    schedule = component.load()(**options)
+    if not isinstance(schedule, Schedule):
+        from nectargan_core.errors import PluginError
+
+        raise PluginError(f"schedule '{component.name}' ({component.provided_by}) built a {type(schedule).__name__}, "
+                          "not a nectargan_losses.schedules.Schedule; its author must subclass Schedule (see "
+                          "docs/plugins/contracts.md)")
+    if schedule.unit not in ("epoch", "step"):
+        from nectargan_core.errors import PluginError
+
+        raise PluginError(f"schedule '{component.name}' ({component.provided_by}) has unit {schedule.unit!r}; "
+                          "a schedule's unit is 'epoch' or 'step'")
     try:
         return schedule.for_run(epochs)
     except ValueError as exc:

@@ -52,7 +52,9 @@ class LossSpec(Section):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     description: str = ""
+    """What the spec is for, shown by ``nectargan plugins list`` and the losses page."""
     terms: dict[str, TermSpec]
+    """The terms by name (``l1``, ``gan``, ...); the name is the logged key (``G/l1``)."""
 
     def extend(self, description: str, **terms: TermSpec) -> "LossSpec":
         """This spec plus ``terms`` (new names only)."""

@@ -89,7 +89,7 @@ def show_model(name: str, overrides: tuple[str, ...], input_size: int, as_json: 
     module = build_meta(component, values)
     data["parameters"] = parameter_count(module)
     data["input_size"] = input_size
-    data.update(geometry(module, input_size))
+    data.update(geometry(module, input_size, component.name))
     if as_json:
         click.echo(json.dumps(data, indent=2, default=str))
         return

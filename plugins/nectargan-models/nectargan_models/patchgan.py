@@ -145,6 +145,7 @@ class PatchGAN(nn.Module):
         return _output_size(input_size, self.geometry, f"patchgan with n_layers={self.n_layers}")
 
     def forward(self, *images: torch.Tensor) -> torch.Tensor:
+        """Logits per patch of ``D(a, b)`` (concatenated on channels), ``D(torch.cat([a, b], 1))`` or, unconditional, ``D(b)``."""
         x = images[0] if len(images) == 1 else torch.cat(images, dim=1)
         if x.shape[1] != self.in_channels:
             raise ValueError(

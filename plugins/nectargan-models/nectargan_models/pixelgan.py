@@ -62,6 +62,7 @@ class PixelGAN(nn.Module):
         return input_size
 
     def forward(self, *images: torch.Tensor) -> torch.Tensor:
+        """One logit per pixel of ``D(a, b)``, ``D(torch.cat([a, b], 1))`` or, unconditional, ``D(b)``."""
         x = images[0] if len(images) == 1 else torch.cat(images, dim=1)
         if x.shape[1] != self.in_channels:
             raise ValueError(

@@ -132,6 +132,7 @@ class UNet(nn.Module):
         return input_size
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` (N, in_channels, H, W) to (N, out_channels, H, W) in [-1, 1]; a size that is not a multiple of ``size_multiple`` raises InputSizeError."""
         self.check_input_size(x.shape[-2], x.shape[-1])
         skips = []
         for down in self.down:

@@ -171,17 +171,21 @@ def size_multiple(model: torch.nn.Module, options: Mapping[str, Any], in_channel
                   limit: int = 4096) -> int:
     """What input height and width must be multiples of, for any generator.
 
-    The model's own ``size_multiple`` when it declares one (the nectargan-models
-    UNets do), else ``2**depth`` from its options, else found by trying: the
-    smallest power-of-two square the model accepts (each stride-2 level halves
-    the size, so that square is the multiple).
+    The model's own ``size_multiple`` attribute when it declares one (every
+    nectargan-models generator does), else found by trying: the smallest
+    power-of-two square the model accepts (each stride-2 level halves the
+    size, so that square is the multiple). A declared value that is not a
+    positive whole number is a :class:`CheckpointError`. ``options`` (the
+    model's config options) are not read: an option's name says nothing sure
+    about the geometry of another plugin's network.
     """
     declared = getattr(model, "size_multiple", None)
-    if isinstance(declared, int) and declared > 0:
+    if declared is not None:
+        if isinstance(declared, bool) or not isinstance(declared, int) or declared < 1:
+            raise CheckpointError(f"the generator ({type(model).__name__}) declares size_multiple {declared!r}; it "
+                                  "must be a whole number of at least 1 (its author's fix; see "
+                                  "docs/plugins/contracts.md)")
         return declared
-    depth = options.get("depth")
-    if isinstance(depth, int) and depth >= 0:
-        return 2**depth
     parameter = next(model.parameters(), None)
     device = parameter.device if parameter is not None else torch.device("cpu")
     side = 1

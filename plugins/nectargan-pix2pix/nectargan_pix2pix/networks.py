@@ -8,6 +8,7 @@ import torch
 
 from nectargan_core.registry import Registry
 
+from .contracts import check_channels
 from .options import data_channels
 
 
@@ -18,10 +19,11 @@ def build_network(registry: Registry, choice: Any, **channels: int) -> torch.nn.
     ``input_channels``/``target_channels`` for discriminators) come from the
     data section and override the model's own options; they are passed only
     to models whose options declare them, so a third-party model without
-    them still builds.
+    them still builds for 3-channel data (other counts are a ConfigError).
     """
     component = registry.get("model", choice.name)
     fields = component.options.model_fields if component.options is not None else {}
+    check_channels(component.name, component.provided_by, fields, channels)
     options = {**choice.options, **{k: v for k, v in channels.items() if k in fields}}
     return component.load()(**options)
 

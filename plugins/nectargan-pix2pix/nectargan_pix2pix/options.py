@@ -27,7 +27,9 @@ from nectargan_core.registry import Registry
 from nectargan_losses.config import LossSection
 from nectargan_losses.options import ScheduleChoice
 
-DataChoice = choice_of("dataset", default="paired")
+from .contracts import DatasetChoice
+
+DataChoice = DatasetChoice
 GeneratorChoice = choice_of("model", default="unet_256")
 DiscriminatorChoice = choice_of("model", default="patchgan_70")
 

@@ -38,3 +38,6 @@ def register_presets(register):
     register("pix2pix-reference", "nectargan_pix2pix.presets:PIX2PIX_REFERENCE",
              description="The pix2pix reference's train.py and test.py recipe (200 epochs, unet_256, batch 1, "
                          "test in train mode)")
+    register("pix2pix-tiny", "nectargan_pix2pix.presets:PIX2PIX_TINY",
+             description="A pix2pix run that takes seconds on a CPU (32 px, 5-level UNet, 2-layer PatchGAN, 8 "
+                         "channels wide): for tests and smoke runs; the tiny_config('pix2pix') test fixture")

@@ -63,3 +63,25 @@ PIX2PIX_REFERENCE: dict[str, Any] = {
     "validation": {"eval_mode": False},
     "test": {"mode": "train"},
 }
+
+#: A run that takes seconds on a CPU, for tests of plugins used under pix2pix (the ``tiny_config("pix2pix")``
+#: fixture of nectargan_core.testing starts from it): 32x32 images in the main process, a 5-level UNet and a
+#: 2-layer PatchGAN 8 channels wide, batches of 4. Give it a dataset with ``data.root``.
+PIX2PIX_TINY: dict[str, Any] = {
+    "trainer": "pix2pix",
+    "data": {
+        "name": "paired",
+        "load_size": 32,
+        "crop_size": 32,
+        "batch_size": 4,
+        "num_workers": 0,
+        "persistent_workers": False,
+        "val": {"batch_size": 4},
+        "test": {"batch_size": 4},
+    },
+    "models": {
+        "generator": {"name": "unet", "depth": 5, "ngf": 8, "max_width": 32},
+        "discriminator": {"name": "patchgan", "n_layers": 2, "ndf": 8, "max_width": 32},
+    },
+    "examples": {"count": 2},
+}

@@ -153,15 +153,33 @@ def export_reference(target: str | Path, which: str = "latest", *, output: Optio
 
 
 def reference_networks(checkpoint: Mapping[str, Any], path: Path, registry: Registry) -> dict[str, tuple[str, str]]:
-    """The trainer's ``reference_networks``: the reference's name -> (tracked network, config key of its model)."""
+    """The trainer's ``reference_networks``: the reference's name -> (tracked network, config key of its model).
+
+    A trainer that declares them must also declare ``reference_model`` (the
+    reference's ``--model``), and both in their documented form; anything else
+    is a one-line :class:`ReferenceExportError` naming the trainer.
+    """
     trainer = checkpoint.get("trainer")
     if not isinstance(trainer, str) or not registry.has("trainer", trainer):
         raise CheckpointError(f"{path}: written by trainer {trainer!r}, which is not installed here; "
                               "--format reference needs it to know which networks are the generators")
-    networks = getattr(registry.get("trainer", trainer).load(), "reference_networks", None)
+    component = registry.get("trainer", trainer)
+    trainer_cls = component.load()
+    networks = getattr(trainer_cls, "reference_networks", None)
     if not networks:
         raise ReferenceExportError(f"{path}: trainer '{trainer}' has no counterpart in the pix2pix/CycleGAN reference "
                                    "(it declares no reference_networks); use --format onnx or torchscript")
+    where = f"trainer '{trainer}' ({component.provided_by})"
+    if not isinstance(networks, Mapping) or not all(
+            isinstance(name, str) and isinstance(pair, tuple) and len(pair) == 2
+            and all(isinstance(part, str) for part in pair) for name, pair in networks.items()):
+        raise ReferenceExportError(f"{where}: reference_networks must map the reference's network names to (tracked "
+                                   "network, config key) pairs of strings, e.g. {'G': ('generator', "
+                                   "'models.generator')}; see docs/plugins/contracts.md")
+    if not isinstance(getattr(trainer_cls, "reference_model", None), str):
+        raise ReferenceExportError(f"{where}: declares reference_networks but no reference_model (the reference's "
+                                   "--model that loads them, e.g. 'pix2pix' or 'cycle_gan'); see "
+                                   "docs/plugins/contracts.md")
     return dict(networks)
 
 
@@ -231,7 +249,7 @@ def describe(file: Path, name: str, tracked: str, choice: Any, build: Any, mappe
 def test_command(folder: Path, label: str, networks: Mapping[str, Any], config: CoreConfig, registry: Registry,
                  checkpoint: Mapping[str, Any], files: list[ReferenceFile]) -> str:
     """A ``python test.py ...`` line of the reference that loads these files (run from its repository)."""
-    model = getattr(registry.get("trainer", checkpoint["trainer"]).load(), "reference_model", "pix2pix")
+    model = registry.get("trainer", checkpoint["trainer"]).load().reference_model  # checked: reference_networks()
     data = getattr(config, "data", None)
     options = getattr(data, "options", {}) or {}
     size = options.get("crop_size") or options.get("load_size")

@@ -33,7 +33,7 @@ from torch.utils.data import DataLoader
 from nectargan_core import ResumableSampler, Trainer, TrainerKit, hookimpl, optimizer_step
 from nectargan_core.errors import ConfigError
 from nectargan_losses.manager import LossManager
-from nectargan_losses.schedules import build_schedule, lr_scheduler, refresh_lr
+from nectargan_losses.schedules import Pix2PixLinear, build_schedule, lr_scheduler, refresh_lr
 
 from .evaluation import MetricAccumulator, evaluation_mode
 from .examples import save_grid, spread_indices
@@ -41,6 +41,7 @@ from .networks import build_discriminator, build_generator
 from .options import Pix2pixOptions
 from .precision import Precision
 from .compilation import compile_for_training
+from .contracts import batch_size_of, check_dataset_item, is_conditional
 from .preflight import check_config
 from .summary import pix2pix_rows
 
@@ -68,8 +69,10 @@ def make_adam(params: Any, lr: float, optim: Any, device: torch.device) -> torch
 
 def warn_if_decay_never_starts(schedule: Any, epochs: int, key: str, say: bool) -> None:
     """One warning when a pix2pix_linear LR schedule keeps the full LR for every epoch the run trains."""
-    n_epochs = getattr(schedule, "n_epochs", None)
-    if say and isinstance(n_epochs, int) and getattr(schedule, "n_epochs_decay", 0) > 0 and n_epochs >= epochs:
+    if not isinstance(schedule, Pix2PixLinear):  # another schedule's n_epochs may mean something else
+        return
+    n_epochs = schedule.n_epochs
+    if say and isinstance(n_epochs, int) and schedule.n_epochs_decay > 0 and n_epochs >= epochs:
         print(f"warning: {key}: the LR stays constant for {n_epochs} epochs and the run trains {epochs} "
               f"(loop.epochs), so its decay never starts; set {key}.n_epochs and n_epochs_decay to null to fit "
               "the schedule to the run", file=sys.stderr)
@@ -117,7 +120,7 @@ class Pix2pixTrainer(Trainer):
         if data.name == "paired" and not data.options.get("root"):
             raise ConfigError("data.root: no dataset folder given; set data.root (make a synthetic one with: "
                               "nectargan data synth data/synth)")
-        self.train_set = self.build("dataset", data, split="train", seed=cfg.run.seed)
+        self.train_set = self._dataset("train")
         self.val_set = self._optional_split("val")
         self.memory_format = torch.channels_last if cfg.precision.channels_last else torch.contiguous_format
         if self.dist.enabled and cfg.distributed.sync_batchnorm and not cfg.validation.eval_mode:
@@ -137,7 +140,8 @@ class Pix2pixTrainer(Trainer):
         self._d_judge = compile_for_training(discriminator, cfg.precision.compile, cfg.precision.compile_backend)
         self._d_train = self.parallel(self._d_judge)
         #: A conditional D (the pix2pix default) judges cat(A, B); an unconditional one B alone.
-        self.conditional = bool(getattr(discriminator, "conditional", True))
+        choice = self.registry.get("model", cfg.models.discriminator.name)
+        self.conditional = is_conditional(discriminator, choice.name, choice.provided_by)
 
         optim = cfg.optim
         self.opt_g = self.track("opt_g", make_adam(generator.parameters(), optim.lr_g, optim, self.device))
@@ -176,7 +180,16 @@ class Pix2pixTrainer(Trainer):
                 print(f"warning: {folder}: no {split} split; "
                       + ("validation is skipped" if split == "val" else "using train images"), file=sys.stderr)
                 return None
-        return self.build("dataset", data, split=split, seed=self.config.run.seed)
+        return self._dataset(split)
+
+    def _dataset(self, split: str) -> Any:
+        """The dataset of ``split``; another plugin's is checked against pix2pix's contract on its first item."""
+        data = self.config.data
+        dataset = self.build("dataset", data, split=split, seed=self.config.run.seed)
+        if data.name != "paired":
+            component = self.registry.get("dataset", data.name)
+            check_dataset_item(dataset, component.name, component.provided_by, split)
+        return dataset
 
     def _train_view(self) -> Any:
         """Train images without augmentation (the val preprocessing applied to the train folder)."""
@@ -192,12 +205,12 @@ class Pix2pixTrainer(Trainer):
 
         if isinstance(self.train_set, PairedDataset):
             return build_dataloader(self.train_set, device=self.device)
-        batch_size = int(getattr(self.train_set, "batch_size", 1))
+        batch_size = batch_size_of(self.config.data.options, "train")  # declared: see DatasetChoice
         sampler = ResumableSampler(len(self.train_set), seed=self.config.run.seed)
         return DataLoader(self.train_set, batch_size=batch_size, sampler=sampler)
 
-    def eval_loader(self, dataset: Any, max_batches: int | None = None) -> DataLoader:
-        """The samples of ``dataset`` in order (the first ``max_batches`` batches' worth, or all).
+    def eval_loader(self, dataset: Any, max_batches: int | None = None, split: str = "val") -> DataLoader:
+        """The samples of ``dataset`` (the ``split`` split) in order (the first ``max_batches`` batches' worth, or all).
 
         In a distributed run, only this rank's share: every ``world_size``-th sample from ``rank`` on.
         """
@@ -205,12 +218,13 @@ class Pix2pixTrainer(Trainer):
         from nectargan_pix2pix.data.loader import build_dataloader
 
         paired = isinstance(dataset, PairedDataset)
-        batch_size = getattr(dataset.options, dataset.split).batch_size if paired else getattr(dataset, "batch_size", 1)
-        total = len(dataset) if max_batches is None else min(len(dataset), max_batches * int(batch_size))
+        split = dataset.split if paired else split
+        batch_size = batch_size_of(self.config.data.options, split)  # declared: see DatasetChoice
+        total = len(dataset) if max_batches is None else min(len(dataset), max_batches * batch_size)
         indices = range(self.dist.rank, total, self.dist.world_size)
         if paired:
             return build_dataloader(dataset, device=self.device, indices=indices)
-        return DataLoader(dataset, batch_size=int(batch_size), sampler=list(indices))
+        return DataLoader(dataset, batch_size=batch_size, sampler=list(indices))
 
     # -- the step ------------------------------------------------------------
     def _to_device(self, images: torch.Tensor) -> torch.Tensor:
@@ -226,6 +240,11 @@ class Pix2pixTrainer(Trainer):
         """D's logits for the pair (a, b); ``training_d`` for D's own update (gradients synchronised)."""
         net = self._d_train if training_d else self._d_judge
         return net(a, b) if self.conditional else net(b)
+
+    def critic(self, a: torch.Tensor) -> Any:
+        """D as a function of B alone, given ``a`` (for the gradient penalty): called as ``judge`` calls it."""
+        d = self.discriminator
+        return (lambda b: d(a, b)) if self.conditional else d
 
     @hookimpl
     def train_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, Any]:
@@ -246,9 +265,8 @@ class Pix2pixTrainer(Trainer):
                         fake = fake_b.detach()
                         fake_logits = self.judge(real_a, fake, training_d=True)  # fake first, as the reference
                         real_logits = self.judge(real_a, real_b, training_d=True)
-                        d = losses.discriminator_losses(real_logits, fake_logits, critic=self.discriminator,
-                                                        real=real_b, fake=fake,
-                                                        condition=real_a if self.conditional else None)
+                        d = losses.discriminator_losses(real_logits, fake_logits, critic=self.critic(real_a),
+                                                        real=real_b, fake=fake)
                     self.update_d.backward(d.total)
                 logs.update(d.logs())
 

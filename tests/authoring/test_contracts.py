@@ -1,0 +1,271 @@
+"""docs/plugins/contracts.md: what the built-in plugins read from other plugins' parts.
+
+For each contract, a part that honours it works, and one that breaks it gets
+one line naming the part, its plugin and the fix, never a silent default.
+Runs use the fixtures plugin authors use (nectargan_core.testing) and the
+``pix2pix-tiny`` preset, so each takes a second or two.
+"""
+
+from __future__ import annotations
+
+import torch
+import pytest
+
+import contract_parts
+from nectargan_core.errors import CheckpointError, ConfigError, NectarGANError, PluginError
+from nectargan_core.run import Run
+from support import ROOT, run_cli
+
+CONTRACTS = ROOT / "docs" / "plugins" / "contracts.md"
+
+
+def one_line(exc: pytest.ExceptionInfo) -> str:
+    message = str(exc.value)
+    assert "\n" not in message and isinstance(exc.value, NectarGANError)
+    return message
+
+
+@pytest.fixture
+def host(nectargan_plugin_host):
+    return nectargan_plugin_host(contract_parts.plugin)
+
+
+@pytest.fixture
+def pix2pix(tiny_config, tiny_paired_dataset):
+    """A tiny pix2pix config on the paired fixture data; keywords merge as in tiny_config."""
+    def make(data=None, **sections):
+        return tiny_config("pix2pix", data={"root": str(tiny_paired_dataset), **(data or {})}, **sections)
+
+    return make
+
+
+def train_steps(result) -> int:
+    return len([r for r in result.metrics if r["kind"] == "train"])
+
+
+# -- datasets --------------------------------------------------------------------------
+def test_a_dataset_is_batched_by_its_declared_batch_size(host, tiny_config, run_training):
+    config = tiny_config("pix2pix", data={"name": "cx_pairs", "count": 7, "batch_size": 3})
+    assert train_steps(run_training(config, host=host)) == 3  # ceil(7 / 3); batch 1 would be 7 steps
+
+
+def test_a_dataset_without_a_batch_size_option_is_refused_at_config_time(host, tiny_config):
+    with pytest.raises(ConfigError) as exc:
+        Run.create(tiny_config("pix2pix", data={"name": "cx_nobatch"}), host=host)
+    message = one_line(exc)
+    assert "data: dataset 'cx_nobatch' (plugin 'contract_plugin') declares no batch_size option" in message
+    assert "batch_size: int = Field(1, ge=1)" in message
+
+
+def test_the_batch_size_refusal_through_the_cli_is_one_line_with_exit_2(fake_dist, tmp_path):
+    site = fake_dist("nectargan-nobatch", "nobatch_plugin", """
+        from pydantic import BaseModel
+        from nectargan_core import hookimpl
+
+        class Options(BaseModel):
+            count: int = 4
+
+        @hookimpl
+        def register_datasets(register):
+            register("nobatch", "torch.utils.data:TensorDataset", options=Options)
+    """)
+    (tmp_path / "run.yaml").write_text("trainer: pix2pix\ndata: {name: nobatch}\n")
+    result = run_cli("config", "validate", str(tmp_path / "run.yaml"), env={"PYTHONPATH": str(site)})
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "dataset 'nobatch'" in lines[0] and "declares no batch_size option" in lines[0]
+
+
+def test_a_dataset_whose_items_are_not_a_and_b_tensors_is_refused_at_setup(host, tiny_config):
+    run = Run.create(tiny_config("pix2pix", data={"name": "cx_tuples"}), host=host)
+    with pytest.raises(PluginError) as exc:
+        run.fit()
+    assert one_line(exc) == ("dataset 'cx_tuples' (plugin 'contract_plugin'), train split: item 0 must be a mapping "
+                             "with tensors 'A' (input) and 'B' (target); got tuple")
+
+
+# -- discriminators --------------------------------------------------------------------
+@pytest.mark.parametrize("conditional, arity", [(True, 2), (False, 1)])
+def test_a_discriminator_is_called_as_its_conditional_attribute_says(host, pix2pix, run_training, conditional, arity,
+                                                                     monkeypatch):
+    built = []
+    monkeypatch.setattr(contract_parts.Judge, "__init__", _recording(contract_parts.Judge.__init__, built))
+    config = pix2pix(models={"discriminator": {"name": "cx_judge", "conditional": conditional}},
+                     loss={"gan_mode": "wgan-gp"})  # the gradient penalty calls D as training does
+    result = run_training(config, host=host)
+    assert train_steps(result) == 2 and built[0].arities == {arity}
+
+
+def _recording(init, built):
+    def wrapped(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        built.append(self)
+
+    return wrapped
+
+
+def test_a_discriminator_that_does_not_say_how_it_is_called_is_refused(host, pix2pix):
+    run = Run.create(pix2pix(models={"discriminator": {"name": "cx_unsaid"}}), host=host)
+    with pytest.raises(PluginError) as exc:
+        run.fit()
+    assert one_line(exc).startswith("model 'cx_unsaid' (plugin 'contract_plugin'): pix2pix calls its discriminator "
+                                    "D(A, B) or D(B) as its bool attribute 'conditional' says, and it has none")
+
+
+# -- generators: channels ----------------------------------------------------------------
+def test_a_model_without_channel_options_builds_for_three_channels(host, pix2pix, run_training):
+    result = run_training(pix2pix(models={"generator": {"name": "cx_fixed3"}}), host=host)
+    assert train_steps(result) == 2
+
+
+def test_a_model_without_channel_options_is_refused_for_other_channel_counts(host, pix2pix):
+    run = Run.create(pix2pix(data={"out_channels": 1}, models={"generator": {"name": "cx_fixed3"}}), host=host)
+    with pytest.raises(ConfigError) as exc:
+        run.fit()
+    assert one_line(exc).startswith("data.out_channels is 1, but model 'cx_fixed3' (plugin 'contract_plugin') has "
+                                    "no 'out_channels' option")
+
+
+# -- generators: size_multiple -------------------------------------------------------------
+def test_size_multiple_is_the_declared_one_else_measured():
+    from nectargan_pix2pix.inference import size_multiple
+
+    strided = torch.nn.Sequential(torch.nn.Conv2d(3, 3, 4, 2, 1), torch.nn.Conv2d(3, 3, 4, 2, 1))
+    assert size_multiple(strided, {}, 3) == 4
+    strided.size_multiple = 16
+    assert size_multiple(strided, {}, 3) == 16
+
+
+@pytest.mark.parametrize("declared", [0, "8", 8.0, True])
+def test_a_size_multiple_that_is_not_a_positive_int_is_refused(declared):
+    from nectargan_pix2pix.inference import size_multiple
+
+    model = torch.nn.Identity()
+    model.size_multiple = declared
+    with pytest.raises(CheckpointError) as exc:
+        size_multiple(model, {}, 3)
+    assert one_line(exc).startswith(f"the generator (Identity) declares size_multiple {declared!r}; it must be a "
+                                    "whole number of at least 1")
+
+
+# -- schedules and losses ----------------------------------------------------------------------
+def test_a_schedule_is_a_schedule_with_a_known_unit(host):
+    from nectargan_losses.schedules import build_schedule
+
+    assert build_schedule({"name": "cx_halving"}, host.registry).at(epoch=0, step=3) == 0.125
+    with pytest.raises(PluginError) as exc:
+        build_schedule({"name": "cx_dict"}, host.registry)
+    assert one_line(exc).startswith("schedule 'cx_dict' (plugin 'contract_plugin') built a dict, not a "
+                                    "nectargan_losses.schedules.Schedule")
+    with pytest.raises(PluginError) as exc:
+        build_schedule({"name": "cx_steps"}, host.registry)
+    assert one_line(exc) == ("schedule 'cx_steps' (plugin 'contract_plugin') has unit 'steps'; a schedule's unit is "
+                             "'epoch' or 'step'")
+
+
+def test_a_loss_term_is_a_callable_of_fake_and_real(host):
+    from nectargan_losses.manager import LossManager
+
+    manager = LossManager({"add": {"extra": {"loss": "cx_abs"}}}, registry=host.registry)
+    fake, real = torch.ones(1, 3, 4, 4), torch.zeros(1, 3, 4, 4)
+    assert float(manager.generator_losses(fake, real, fake_logits=torch.zeros(1, 1, 2, 2)).raw["G/extra"]) == 1.0
+    with pytest.raises(PluginError) as exc:
+        LossManager({"add": {"extra": {"loss": "cx_number"}}}, registry=host.registry)
+    assert one_line(exc) == ("loss term 'extra': loss 'cx_number' (plugin 'contract_plugin') built a float, which is "
+                             "not callable; a loss term needs a callable loss(fake, real) -> tensor (see "
+                             "docs/plugins/contracts.md)")
+
+
+# -- models: what nectargan models show reports ---------------------------------------------------
+def test_reported_geometry_is_shown_and_misreported_geometry_refused(host):
+    from nectargan_models.summary import build_meta, geometry
+
+    reported = build_meta(host.registry.get("model", "cx_reported"), {})
+    assert geometry(reported, 64, "cx_reported") == {"receptive_field": 4, "output_size": 32}
+    assert geometry(reported, 63, "cx_reported") == {"receptive_field": 4, "input_error": "63 is odd; use an even size"}
+    assert geometry(torch.nn.Identity(), 64) == {}  # both are optional
+    misreported = build_meta(host.registry.get("model", "cx_misreported"), {})
+    with pytest.raises(PluginError) as exc:
+        geometry(misreported, 64, "cx_misreported")
+    assert one_line(exc) == ("model 'cx_misreported': receptive_field must be a positive int (got '4x4'); see "
+                             "docs/plugins/contracts.md")
+
+
+# -- trainers: what --format reference reads ----------------------------------------------------
+@pytest.mark.parametrize("trainer, problem", [
+    ("cx_nomodel", "declares reference_networks but no reference_model"),
+    ("cx_aslist", "reference_networks must map the reference's network names to (tracked network, config key) pairs"),
+])
+def test_reference_export_needs_both_declarations_in_their_form(host, tmp_path, trainer, problem):
+    from nectargan_pix2pix.reference_export import ReferenceExportError, reference_networks
+
+    assert reference_networks({"trainer": "cx_exported"}, tmp_path, host.registry) == \
+        {"G": ("generator", "models.generator")}
+    with pytest.raises(ReferenceExportError) as exc:
+        reference_networks({"trainer": trainer}, tmp_path, host.registry)
+    assert one_line(exc).startswith(f"trainer '{trainer}' (plugin 'contract_plugin'): {problem}")
+
+
+# -- the core: the train loader's sampler --------------------------------------------------------
+def test_the_core_tells_any_sampler_with_set_epoch_the_epoch(tiny_config, run_training, nectargan_plugin_host):
+    from nectargan_toy.trainer import ToyTrainer  # the toy plugin's trainer, with its sampler swapped
+
+    seen = []
+
+    class Sampler(torch.utils.data.Sampler):
+        def __init__(self, n):
+            self.n = n
+
+        def set_epoch(self, epoch):
+            seen.append(epoch)
+
+        def __iter__(self):
+            return iter(range(self.n))
+
+        def __len__(self):
+            return self.n
+
+    original = ToyTrainer.train_dataloader
+
+    def loader(self):
+        plain = original(self)
+        return torch.utils.data.DataLoader(plain.dataset, batch_size=plain.batch_size, sampler=Sampler(len(plain.dataset)))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ToyTrainer, "train_dataloader", loader)
+        run_training(tiny_config("toy", toy={"samples": 8}, loop={"epochs": 3}), host=nectargan_plugin_host())
+    assert seen == [0, 1, 2]
+
+
+# -- the page ----------------------------------------------------------------------------------------
+def test_every_contract_is_on_the_page_and_the_page_is_linked_from_the_guide():
+    text = CONTRACTS.read_text()
+    for term in ("batch_size", "`conditional`", "size_multiple", "in_channels", "receptive_field", "output_size",
+                 "reference_networks", "reference_model", "capabilities", "distributed_validation", "set_epoch",
+                 "ResumableSampler", "Schedule", "GANObjective", "latest_example", "state_dict"):
+        assert term in text, term
+    assert "(contracts.md)" in (ROOT / "docs" / "plugins" / "authoring.md").read_text()
+
+
+# -- the core: what train_step returns ----------------------------------------------------------
+def test_train_step_must_return_a_mapping(tiny_config, nectargan_plugin_host):
+    from nectargan_toy.trainer import ToyTrainer
+
+    @contract_parts.hookimpl
+    def train_step(self, batch):
+        return None
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ToyTrainer, "train_step", train_step)
+        run = Run.create(tiny_config("toy", toy={"samples": 8}), host=nectargan_plugin_host())
+        with pytest.raises(PluginError) as exc:
+            run.fit()
+    assert one_line(exc) == "train_step of trainer 'toy' returned None; return a mapping of losses"
+
+
+def test_the_console_shows_the_first_eight_keys_without_a_dot():
+    from nectargan_core.builtin.console import format_values
+
+    values = {"G/l1.raw": 9.0, **{f"k{i}": float(i) for i in range(10)}}
+    assert format_values(values) == "  ".join(f"k{i} {i:.4g}" for i in range(8))
+    assert format_values(values, 4) == "k0 0  k1 1  k2 2  k3 3"
