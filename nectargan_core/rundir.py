@@ -60,6 +60,7 @@ class RunDir:
 
     @property
     def summary_file(self) -> Path:
+        """``summary.json``: what defines the run, as printed when it starts (see :meth:`write_summary`)."""
         return self.path / "summary.json"
 
     @property
