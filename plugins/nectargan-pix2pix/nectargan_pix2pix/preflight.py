@@ -56,6 +56,8 @@ def meta_network(role: str, build: Any, config: Any) -> Optional[torch.nn.Module
     try:
         with torch.device("meta"):
             return build()
+    except ConfigError:  # already one line naming the key at fault (a channel count the model cannot take)
+        raise
     except BUILD_ERRORS as exc:
         raise ConfigError(f"models.{role}: '{choice.name}' cannot be built with these options: {exc}") from None
     except Exception:  # noqa: BLE001 - not an options mistake: the real build will say what it is
