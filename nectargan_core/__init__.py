@@ -19,7 +19,7 @@ from .hookspecs import hookimpl, hookspec
 if TYPE_CHECKING:  # what _LAZY loads on first access, spelled out for type checkers and the API reference
     from .accumulation import AccumulationGroup
     from .checkpoint import load_checkpoint
-    from .config import Section, choice_of, load_config
+    from .config import Section, choice_of, load_config, name_of, parts_of
     from .kit import TrainerKit
     from .metrics import read_metrics
     from .plugins import get_plugins
@@ -38,8 +38,11 @@ _LAZY = {
     "Update": ("nectargan_core.update", "Update"),
     "optimizer_step": ("nectargan_core.update", "optimizer_step"),
     "AccumulationGroup": ("nectargan_core.accumulation", "AccumulationGroup"),
+    "GeneratorSpec": ("nectargan_core.generators", "GeneratorSpec"),
     "load_config": ("nectargan_core.config", "load_config"),
     "choice_of": ("nectargan_core.config", "choice_of"),
+    "name_of": ("nectargan_core.config", "name_of"),
+    "parts_of": ("nectargan_core.config", "parts_of"),
     "Section": ("nectargan_core.config", "Section"),
     "get_plugins": ("nectargan_core.plugins", "get_plugins"),
     "load_checkpoint": ("nectargan_core.checkpoint", "load_checkpoint"),

@@ -6,8 +6,8 @@ process group here. Everything a trainer needs for data parallelism goes
 through one :class:`Distributed` object (``trainer.dist``):
 
 * ``wrap(module)``: DistributedDataParallel (optionally SyncBatchNorm);
-* ``all_mean(tensor)``: loss averages across ranks (the data plane: NCCL on
-  CUDA, gloo on CPU);
+* ``all_mean(tensor)``, ``all_sum``, ``all_gather``: loss averages and other
+  device tensors across ranks (the data plane: NCCL on CUDA, gloo on CPU);
 * ``any_true(flag)``, ``broadcast(obj)``, ``gather(obj)``: small control
   messages (stop requests, validation results, RNG states) on a gloo group, so
   agreeing on them never forces a GPU synchronisation;
@@ -169,6 +169,21 @@ class Distributed:
     def all_mean(self, tensor: torch.Tensor) -> torch.Tensor:
         """The mean of ``tensor`` over all ranks (on its device; no host read)."""
         return self.all_sum(tensor) / self.world_size if self.enabled else tensor
+
+    def all_gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Every rank's ``tensor`` concatenated along dim 0, in rank order (on its device; no host read).
+
+        Each rank must pass a tensor of the same shape. Not differentiable: for detached values
+        that every rank needs whole, such as the fakes of CycleGAN's shared image pools.
+        """
+        if not self.enabled:
+            return tensor
+        import torch.distributed as dist
+
+        tensor = tensor.contiguous()
+        parts = [torch.empty_like(tensor) for _ in range(self.world_size)]
+        dist.all_gather(parts, tensor)
+        return torch.cat(parts)
 
     def any_on_device(self, flag: torch.Tensor) -> torch.Tensor:
         """Whether the boolean ``flag`` is true on any rank, as a device tensor (no host read)."""

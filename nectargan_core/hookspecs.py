@@ -41,9 +41,23 @@ functions without it are not hooks. It is pluggy's ``HookimplMarker`` for the
 ``trylast``) are pluggy's.
 """
 
-#: The ``register`` callable that every ``register_*`` hook receives.
-#: Call it as ``register(name, obj, *, options=None, description=None, **meta)``.
 Register = Callable[..., None]
+"""The ``register`` callable that every ``register_*`` hook receives.
+
+Call it as ``register(name, obj, *, options=None, description=None, **meta)``:
+
+- ``name``: the part's name (letters, digits, ``_`` and ``-``); users may also
+  write it qualified, ``distribution:name``.
+- ``obj``: the part itself, or a ``"module:attribute"`` string that is imported
+  only when a run uses it (keeps ``nectargan plugins list`` fast and torch-free).
+- ``options``: a pydantic model (or ``"module:Model"``) validating the options a
+  config may give the part; ``None`` means it takes none.
+- ``description``: one line for ``plugins list``/``show``; by default a mapping's
+  ``description`` entry or the first line of ``obj``'s docstring.
+- ``meta``: extra declarations some kinds read (see the contracts page).
+
+Registering one name twice in one plugin is a :class:`~nectargan_core.PluginError`.
+"""
 
 
 class RegistrationSpecs:

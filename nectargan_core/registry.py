@@ -151,6 +151,20 @@ def check_name(kind: str, name: Any) -> str:
     return name
 
 
+def default_description(obj: Any) -> str:
+    """A part's description when ``register`` got none: a mapping's ``description`` entry, else the
+    first line of the object's own docstring (never the docstring of a built-in type such as dict)."""
+    if isinstance(obj, Mapping):
+        return str(obj.get("description") or "").strip()
+    if isinstance(obj, (str, bytes, int, float, list, tuple, set)):
+        return ""
+    doc = getattr(obj, "__doc__", None)
+    if not doc or (not isinstance(obj, type) and doc == getattr(type(obj), "__doc__", None)
+                   and type(obj).__module__ == "builtins"):
+        return ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
 class Registry:
     """Registered parts by kind and name; a name may have several providers."""
 
@@ -305,8 +319,7 @@ class Registry:
             if obj is None:
                 raise PluginError(f"{kind} '{name}' from plugin '{provider}' was registered as None")
             if description is None:
-                doc = getattr(obj, "__doc__", None) if not isinstance(obj, str) else None
-                description = (doc or "").strip().splitlines()[0] if doc else ""
+                description = default_description(obj)
             component = Component(
                 kind=kind,
                 name=name,

@@ -41,6 +41,7 @@ class RunDir:
     ``examples/epochNNNN.png`` and files of your own under ``path``.
     """
     path: Path
+    """The run's folder (``runs/NAME/version_N``); a plugin's own files go under it."""
 
     # -- layout ----------------------------------------------------------
     @property

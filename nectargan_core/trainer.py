@@ -28,6 +28,7 @@ from .rundir import RunDir
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import ComponentChoice, CoreConfig
+    from .generators import GeneratorSpec
     from .registry import Registry
 
 
@@ -48,6 +49,12 @@ class Trainer:
     """
     example_columns: ClassVar[tuple[str, ...]] = ()
     """What the columns of the trainer's example grids show, left to right (the report labels them)."""
+    generators: ClassVar[Mapping[str, str]] = {}
+    """For the inference commands (test, predict, export): each translation direction ("AtoB",
+    "BtoA") this trainer's checkpoints can run, and the tracked name of the generator that
+    translates that way, the default direction first. Empty: the commands refuse its checkpoints.
+    See ``nectargan_core.generators``.
+    """
 
     def __init__(
         self,
@@ -103,6 +110,12 @@ class Trainer:
         networks cannot take, a missing dataset folder) leaves nothing behind.
         The default accepts every config.
         """
+
+    @classmethod
+    def generator_spec(cls, config: "CoreConfig", direction: str) -> "GeneratorSpec":
+        """How the generator of ``direction`` (a key of ``generators``) is built from a checkpoint's config."""
+        raise PluginError(f"trainer {cls.__name__} declares no generator_spec(config, direction), so the inference "
+                          "commands cannot rebuild its generators")
 
     def setup(self) -> None:
         """Build networks, optimizers and data; called once before any resume."""

@@ -175,7 +175,7 @@ def test_not_a_pix2pix_checkpoint(inputs, tmp_path):
     other = save_checkpoint({"trainer": "toy", "epoch": 1, "global_step": 1, "config": {}, "state": {}},
                             tmp_path / "toy.pt")
     one_line_error(run_cli("predict", str(other), str(inputs / "square.png"), "-o", str(tmp_path / "out")),
-                   f"{other}: not a pix2pix checkpoint")
+                   f"{other}: not a checkpoint with a generator: its trainer 'toy' declares none")
 
 
 def test_output_path_is_a_file(trained_run, inputs, tmp_path):

@@ -29,7 +29,7 @@ REFERENCE_OPTIONS = [
     "suffix", "verbose", "results_dir", "num_test", "eval", "aspect_ratio",
 ]
 SECTIONS = ("run", "loop", "checkpoint", "data", "models", "loss", "optim", "precision", "validation", "examples",
-            "test", "visualizers")
+            "test", "visualizers", "pool")
 #: Mappings whose keys are names the user chooses (a loss term, a visualizer).
 OPEN_MAPPINGS = ("loss.terms.", "visualizers.")
 
@@ -54,7 +54,8 @@ def test_every_config_key_on_the_page_exists():
     known = flat_keys(load_config({"trainer": "pix2pix", "visualizers": ["console", "visdom"]}, (),
                                   registry).to_dict())
     known |= flat_keys(load_config(preset_data(registry, "pix2pix-reference"), (), registry).to_dict())
-    named = {key for key in re.findall(r"`((?:%s)\.[a-z0-9_.]+)" % "|".join(SECTIONS), PAGE.read_text())
+    known |= flat_keys(load_config(preset_data(registry, "cyclegan-reference"), (), registry).to_dict())
+    named = {key for key in re.findall(r"`((?:%s)\.[A-Za-z0-9_.]+)" % "|".join(SECTIONS), PAGE.read_text())
              if not key.endswith(".py")}  # test.py is the reference's script
     assert len(named) > 40
     unknown = sorted(key for key in named if key not in known and not key.startswith(OPEN_MAPPINGS))

@@ -290,3 +290,81 @@ def test_killed_and_resumed_pix2pix_run_equals_uninterrupted_run(pix2pix_runs):
         assert (pix2pix_runs["killed"] / "examples" / image).read_bytes() == \
                (pix2pix_runs["uninterrupted"] / "examples" / image).read_bytes(), image
     assert RunDir(pix2pix_runs["killed"]).read_status()["status"] == "finished"
+
+
+# -- CycleGAN: two generators, two discriminators, image pools drawing from their own random stream ------
+# 12 unpaired train images per domain of 16x16 in batches of 2 (6 steps an epoch), 2 epochs; a checkpoint
+# every 2 steps. Pools of 3 images: full after the second step, so later steps swap fakes in and out.
+CYCLEGAN_CONFIG = """\
+trainer: cyclegan
+run: {{output_dir: {out}, name: exact, device: cpu, seed: 5, deterministic: true, threads: 1}}
+loop: {{epochs: 2, log_every_steps: 2}}
+checkpoint: {{every_steps: 2, keep_last: 2}}
+data: {{root: {data}, load_size: 20, crop_size: 16, num_workers: 0, batch_size: 2}}
+models:
+  generator: {{name: resnet, n_blocks: 2, ngf: 8}}
+  discriminator: {{ndf: 8, n_layers: 2}}
+pool: {{size: 3}}
+examples: {{every_epochs: 1, count: 2}}
+callbacks: [killer]
+visualizers: []
+"""
+
+
+@pytest.fixture(scope="module")
+def cyclegan_runs(tmp_path_factory):
+    from click.testing import CliRunner
+
+    from nectargan_pix2pix.data_cli import data_group
+
+    root = tmp_path_factory.mktemp("kill_cyclegan")
+    site = make_fake_dist(root / "site", "nectargan-killer", "killer_plugin", KILLER)
+    made = CliRunner().invoke(data_group, ["synth", str(root / "data"), "--unpaired", "--count", "16", "--size", "16",
+                                           "--val", "0.125", "--test", "0.125"])
+    assert made.exit_code == 0, made.output
+    run_dirs, plans = {}, {"uninterrupted": ["finish"], "killed": [("step", 5), "finish"]}
+    for name in plans:
+        (root / name).mkdir()
+        (root / name / "run.yaml").write_text(CYCLEGAN_CONFIG.format(out=root / name / "runs", data=root / "data"))
+        run_dirs[name] = root / name / "runs" / "exact" / "version_0"
+    for round_ in range(len(plans["killed"])):
+        procs = {}
+        for name, plan in plans.items():
+            if round_ < len(plan):
+                kill = plan[round_]
+                args = ["-c", str(root / name / "run.yaml")] if round_ == 0 else ["--resume", str(run_dirs[name])]
+                env = {"KILL_PHASE": kill[0], "KILL_STEP": str(kill[1])} if isinstance(kill, tuple) else {}
+                procs[name] = (kill, nectargan("train", *args, site=site, **env))
+        for name, (kill, proc) in procs.items():
+            _, err = proc.communicate(timeout=TIMEOUT)
+            expected = 0 if kill == "finish" else -signal.SIGKILL
+            assert proc.returncode == expected, f"{name} round {round_} ({kill}): exit {proc.returncode}\n{err[-3000:]}"
+            if isinstance(kill, tuple):  # killed one step after the mid-epoch checkpoint at step 4
+                latest = load_checkpoint(RunDir(run_dirs[name]).latest_checkpoint())
+                assert latest["global_step"] == 4 and latest["batch_in_epoch"] == 4
+                assert len(latest["state"]["fake_A_pool"]["images"]) == 3  # the pools were saved full
+    return run_dirs
+
+
+@pytest.mark.slow
+def test_killed_and_resumed_cyclegan_run_equals_uninterrupted_run(cyclegan_runs):
+    from nectargan_core.config import load_config
+    from nectargan_core.plugins import get_plugins
+
+    expected, actual = final_state(cyclegan_runs["uninterrupted"]), final_state(cyclegan_runs["killed"])
+    assert actual["global_step"] == 12 and actual["epoch"] == 2
+    # As for pix2pix: the resumed run's config.yaml has the schedule's default options filled in; compare the
+    # configs as resolved, the rest bit for bit.
+    registry = get_plugins().registry
+    configs = [state.pop("config") for state in (expected, actual)]
+    assert configs[0]["callbacks"] == configs[1]["callbacks"] == {"killer": {}}
+    resolved = [load_config({**config, "callbacks": {}}, (), registry).to_dict() for config in configs]
+    assert resolved[0] == resolved[1]
+    # G_A, G_B, D_A, D_B, both Adam states, schedules, scalers, the pools' images and random state, RNG, counters.
+    assert_identical(expected, actual, "checkpoint")
+    assert not torch.equal(actual["state"]["fake_B_pool"]["images"][0], actual["state"]["fake_A_pool"]["images"][0])
+    assert metrics_without_time(cyclegan_runs["killed"]) == metrics_without_time(cyclegan_runs["uninterrupted"])
+    for image in ("epoch0001.png", "epoch0002.png"):
+        assert (cyclegan_runs["killed"] / "examples" / image).read_bytes() == \
+               (cyclegan_runs["uninterrupted"] / "examples" / image).read_bytes(), image
+    assert RunDir(cyclegan_runs["killed"]).read_status()["status"] == "finished"

@@ -24,9 +24,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class Schedule:
-    """Base class: subclasses implement :meth:`value`."""
+    """Base class: subclasses implement :meth:`value` (and need not call ``super().__init__``)."""
 
     unit: str = "epoch"
+    """What :meth:`value`'s position counts: ``"epoch"`` or ``"step"`` (anything else is refused
+    when the schedule is built). Set it as a class attribute or in ``__init__``."""
 
     def value(self, t: float) -> float:
         """The value at position ``t`` (an epoch or a step, per ``unit``)."""

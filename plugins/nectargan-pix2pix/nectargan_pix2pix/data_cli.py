@@ -38,16 +38,26 @@ def data_group() -> None:
 @click.option("--seed", type=SEED_OPTION, default=0, show_default=True, help="Same seed, same bytes.")
 @click.option("--val", type=Fraction, default=0.1, show_default=True, help="Fraction of pairs for val/.")
 @click.option("--test", type=Fraction, default=0.1, show_default=True, help="Fraction of pairs for test/.")
-def synth(out_dir: Path, count: int, size: int, seed: int, val: float, test: float) -> None:
+@click.option("--unpaired", is_flag=True, help="Write two unpaired domains (trainA/ label maps, trainB/ renderings "
+                                               "of other scenes, ...) for CycleGAN; --count images per domain.")
+def synth(out_dir: Path, count: int, size: int, seed: int, val: float, test: float, unpaired: bool) -> None:
     """Write a deterministic synthetic dataset: label maps of shapes (A) and their shaded renderings (B).
+
+    With --unpaired, A and B are different scenes in the two styles, in the
+    unpaired layout (trainA/ trainB/ valA/ valB/ testA/ testB/).
 
     \b
     Examples:
       nectargan data synth datasets/shapes
       nectargan data synth datasets/shapes128 --size 128 --count 400 --seed 7
+      nectargan data synth datasets/shapes-unpaired --unpaired
     """
-    from .data.synth import write_synthetic
+    from .data.synth import write_synthetic, write_unpaired_synthetic
 
+    if unpaired:
+        counts = write_unpaired_synthetic(out_dir, count=count, size=size, seed=seed, val=val, test=test)
+        click.echo(f"wrote 2 x {count} unpaired {size}x{size} images to {out_dir} ({_counts(counts)} per domain)")
+        return
     counts = write_synthetic(out_dir, count=count, size=size, seed=seed, val=val, test=test)
     click.echo(f"wrote {count} aligned {size}x{size} pairs to {out_dir} ({_counts(counts)})")
 
@@ -79,18 +89,32 @@ def pair(a_dir: Path, b_dir: Path, out_dir: Path, size: Optional[int]) -> None:
 @click.option("--test", type=Fraction, default=0.1, show_default=True, help="Fraction for test/.")
 @click.option("--seed", type=SEED_OPTION, default=0, show_default=True, help="Seed of the assignment.")
 @click.option("--copy", is_flag=True, help="Copy the files instead of moving them.")
-def split(directory: Path, val: float, test: float, seed: int, copy: bool) -> None:
+@click.option("--unpaired", is_flag=True, help="DIRECTORY's A/ and B/ are two unpaired piles: split each into "
+                                               "trainA/ valA/ testA/ and trainB/ valB/ testB/.")
+def split(directory: Path, val: float, test: float, seed: int, copy: bool, unpaired: bool) -> None:
     """Distribute the images of a flat DIRECTORY (or its A/ and B/) into train/, val/ and test/.
 
-    The same names and seed always give the same assignment.
+    The same names and seed always give the same assignment. With
+    --unpaired, A/ and B/ are split each on its own into the unpaired layout
+    (trainA/ valA/ testA/, trainB/ valB/ testB/). A DIRECTORY already in that
+    layout (trainA/ and trainB/, as the CycleGAN datasets come) gets valA/
+    and valB/ (and testA/ testB/ with --test) from its train images.
 
     \b
     Examples:
       nectargan data split datasets/mine --val 0.1 --test 0.1 --seed 0
       nectargan data split datasets/mine --copy
+      nectargan data split datasets/photos2paintings --unpaired
+      nectargan data split datasets/horse2zebra --val 0.05 --test 0
     """
-    from .data.prepare import split_folder
+    from .data.domains import is_unpaired
+    from .data.prepare import split_folder, split_unpaired
 
+    if unpaired or is_unpaired(directory):
+        counts = split_unpaired(directory, val=val, test=test, seed=seed, copy=copy)
+        verb = "copied" if copy else "moved"
+        click.echo(f"split {directory} (unpaired): {_counts(counts)} images ({verb})")
+        return
     counts = split_folder(directory, val=val, test=test, seed=seed, copy=copy)
     verb = "copied" if copy else "moved"
     click.echo(f"split {sum(counts.values())} images of {directory}: {_counts(counts)} ({verb})")
@@ -98,25 +122,37 @@ def split(directory: Path, val: float, test: float, seed: int, copy: bool) -> No
 
 @data_group.command("check")
 @click.argument("directory", type=DirPath)
-@click.option("--layout", type=click.Choice(["auto", "aligned", "folders"]), default="auto", show_default=True)
+@click.option("--layout", type=click.Choice(["auto", "aligned", "folders", "unpaired"]), default="auto",
+              show_default=True, help="auto: unpaired when DIRECTORY holds trainA/ or trainB/ (or a val or test "
+                                      "domain), else each split's own layout.")
 @click.option("--quick", is_flag=True, help="Read only image headers (finds missing and mismatched files, "
                                               "not truncated ones).")
 def check(directory: Path, layout: str, quick: bool) -> None:
     """Check a dataset: every problem is printed on its own line; exit 1 if there is any.
 
-    DIRECTORY is a dataset root (checks its train/, val/ and test/) or one split folder.
-    Every image is decoded unless --quick.
+    DIRECTORY is a dataset root (checks its train/, val/ and test/, or in the
+    unpaired layout its trainA/ trainB/, valA/ valB/, testA/ testB/) or one
+    split folder. Every image is decoded unless --quick.
 
     \b
     Examples:
       nectargan data check datasets/facades
       nectargan data check datasets/facades/train --quick
+      nectargan data check datasets/horse2zebra
     """
     from .data.check import inspect_split
+    from .data.domains import DOMAINS, is_unpaired
     from .data.options import SPLITS
 
     if not directory.is_dir():
         raise DatasetError(f"{directory}: folder does not exist")
+    if layout == "unpaired" or (layout == "auto" and is_unpaired(directory)):
+        _check_unpaired(directory, quick)
+        return
+    split_of = {f"{split}{domain}": split for split in SPLITS for domain in DOMAINS}
+    if layout == "auto" and directory.name in split_of and is_unpaired(directory.parent):
+        _check_unpaired(directory.parent, quick, only=split_of[directory.name])  # a domain folder: its split
+        return
     splits = [s for s in SPLITS if (directory / s).is_dir()]
     folders = {s: directory / s for s in splits} or {directory.name: directory}
     problems: list[str] = []
@@ -133,6 +169,30 @@ def check(directory: Path, layout: str, quick: bool) -> None:
         raise DatasetError(f"{directory}: {len(problems)} problem(s) found")
     checked = "headers read" if quick else "every image decoded"
     click.echo(f"ok: {directory}: {'/'.join(sorted(layouts))} layout, {_counts(found)} pairs; {checked}")
+
+
+def _check_unpaired(directory: Path, quick: bool, only: Optional[str] = None) -> None:
+    """``data check`` of the unpaired layout: both domains of every split (or of split ``only``), every image read."""
+    from .data.domains import inspect_domains, present_splits
+
+    splits = [only] if only else present_splits(directory)
+    if not splits:
+        raise DatasetError(f"{directory}: no trainA/ or trainB/ (nor a val or test domain); the unpaired layout "
+                           "holds a folder per domain and split")
+    problems: list[str] = []
+    found: dict[str, int] = {}
+    for split in splits:
+        report = inspect_domains(directory, split, verify="header" if quick else "full")
+        problems += report.problems
+        found.update({f"{split}{domain}": len(images) for domain, images in report.images.items()})
+    if "train" not in splits and not only:
+        problems.append(f"{directory}: no trainA/ and trainB/; training reads them")
+    for problem in problems:
+        click.echo(problem)
+    if problems:
+        raise DatasetError(f"{directory}: {len(problems)} problem(s) found")
+    checked = "headers read" if quick else "every image decoded"
+    click.echo(f"ok: {directory}: unpaired layout, {_counts(found)} images; {checked}")
 
 
 @data_group.command("download")

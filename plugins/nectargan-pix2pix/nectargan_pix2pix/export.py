@@ -90,18 +90,21 @@ class ExportReport:
 
 def export_generator(target: str | Path, which: str = "latest", *, fmt: Format = "onnx",
                      output: Optional[Path] = None, size: Optional[tuple[int, int]] = None,
-                     opset: int = 18, tolerance: float = 1e-4) -> ExportReport:
-    """Export the generator of a checkpoint, check it, and write its sidecar; raise if parity fails."""
+                     opset: int = 18, tolerance: float = 1e-4, direction: Optional[str] = None) -> ExportReport:
+    """Export the generator of ``direction`` (None: the checkpoint's first), check it, and write its sidecar;
+    raise if parity fails."""
     if fmt == "onnx" and not all(importlib.util.find_spec(name) for name in ("onnx", "onnxscript")):
         raise ExportError(f"ONNX export needs the onnx and onnxscript packages: {INSTALL_HINT}")
-    generator = load_generator(target, which, device="cpu")
+    generator = load_generator(target, which, device="cpu", direction=direction)
     height, width = size or (generator.training_size or 256,) * 2
     multiple = generator.size_multiple
     if height % multiple or width % multiple:
         raise ExportError(f"--size {height}x{width}: height and width must be multiples of {multiple} "
                           "for this generator")
+    # named after the weights' epoch (tag); a checkpoint with a generator per direction adds the direction
+    stem = generator.tag if len(generator.directions) == 1 else f"{generator.tag}-{generator.direction}"
     path = Path(output) if output is not None else (
-        run_dir_of(generator.checkpoint) / "export" / f"{generator.tag}{SUFFIXES[fmt]}")
+        run_dir_of(generator.checkpoint) / "export" / f"{stem}{SUFFIXES[fmt]}")
     if path.is_dir():
         raise ExportError(f"{path}: is a folder; give -o a file name")
 
@@ -228,12 +231,16 @@ def describe(generator: LoadedGenerator, path: Path, fmt: Format, size: tuple[in
     Tensors are named only in ONNX; a TorchScript module takes one positional tensor.
     """
     in_channels, out_channels = generator.channels
-    choice = generator.config.models.generator
+    choice = generator.spec.model if generator.spec is not None else generator.config.models.generator
 
     def tensor(name: str, channels: int) -> dict[str, Any]:
         named = {"name": name} if fmt == "onnx" else {}
         return {**named, "shape": ["batch", channels, *size], "dtype": "float32", "range": [-1.0, 1.0]}
 
+    built = {"name": choice.name, **choice.options}
+    for key, channels in zip(("in_channels", "out_channels"), generator.channels):
+        if key in built:
+            built[key] = channels  # what it was built with (data's, or the direction's), not the model's default
     return {
         "file": path.name,
         "format": fmt,
@@ -247,7 +254,9 @@ def describe(generator: LoadedGenerator, path: Path, fmt: Format, size: tuple[in
         "checkpoint_name": generator.checkpoint.name,
         "epoch": generator.epoch,
         "global_step": generator.global_step,
-        "generator": {"name": choice.name, **choice.options},
+        "generator": built,
+        "direction": generator.direction,
+        "network": generator.tracked,
         "parity": parity.as_dict(),
         "torch": torch.__version__,
     }

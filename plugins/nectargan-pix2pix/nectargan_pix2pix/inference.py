@@ -10,18 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import torch
 
 from nectargan_core.checkpoint import load_checkpoint, restoring, state_problem
 from nectargan_core.config import CoreConfig, validate_config
 from nectargan_core.errors import CheckpointError
+from nectargan_core.generators import GeneratorSpec
 from nectargan_core.plugins import get_plugins
 from nectargan_core.registry import Registry
 from nectargan_core.rundir import CHECKPOINT_PATTERN, RunDir
 
-from .networks import build_generator, data_channels
+from .networks import build_network
+from .options import data_channels
 from .evaluation import evaluation_mode
 
 
@@ -32,15 +34,26 @@ class LoadedGenerator:
     checkpoint: Path
     epoch: int
     global_step: int
+    #: The direction it translates (``AtoB``/``BtoA``), and how it was built (see nectargan_core.generators).
+    direction: str = "AtoB"
+    spec: Optional[GeneratorSpec] = None
+    #: Every direction the checkpoint has a generator for, the default first.
+    directions: tuple[str, ...] = ("AtoB",)
+    #: The name the trainer tracked it under (its key in the checkpoint's ``state``).
+    tracked: str = "generator"
 
     @property
     def channels(self) -> tuple[int, int]:
+        """(input channels, output channels) of this generator."""
+        if self.spec is not None:
+            return self.spec.in_channels, self.spec.out_channels
         return data_channels(self.config)
 
     @cached_property
     def size_multiple(self) -> int:
         """The number input height and width must be multiples of (see :func:`size_multiple`)."""
-        return size_multiple(self.model, self.config.models.generator.options, self.channels[0])
+        model_choice = self.spec.model if self.spec is not None else self.config.models.generator
+        return size_multiple(self.model, model_choice.options, self.channels[0])
 
     @property
     def training_size(self) -> int | None:
@@ -69,6 +82,12 @@ class LoadedGenerator:
     def label(self) -> str:
         """``best.pt (epoch 3, step 12)``: the file and the position its weights come from."""
         return f"{self.checkpoint.name} (epoch {self.epoch}, step {self.global_step})"
+
+    @property
+    def inverse(self) -> Optional[str]:
+        """The direction that translates back (``BtoA`` for ``AtoB``), when the checkpoint has its generator."""
+        other = {"AtoB": "BtoA", "BtoA": "AtoB"}.get(self.direction)
+        return other if other in self.directions else None
 
 
 def run_dir_of(checkpoint: Path) -> Path:
@@ -108,12 +127,28 @@ def resolve_checkpoint(target: str | Path, which: str = "latest") -> Path:
 
 def load_generator(target: str | Path, which: str = "latest", *, device: str | torch.device = "cpu",
                    registry: Registry | None = None, arch: str | None = None,
-                   arch_options: Sequence[str] = ()) -> LoadedGenerator:
-    """The generator of a pix2pix checkpoint, in eval mode on ``device``.
+                   arch_options: Sequence[str] = (), direction: str | None = None) -> LoadedGenerator:
+    """The generator of ``direction`` in a checkpoint, in eval mode on ``device``.
 
+    The checkpoint's trainer says which tracked network translates each way and
+    how it is built from the stored config (its ``generators`` and
+    ``generator_spec``, see :mod:`nectargan_core.generators`); ``direction``
+    None takes its first (pix2pix's one generator, CycleGAN's ``AtoB``).
     With ``arch``, ``target`` is a pix2pix/CycleGAN reference state dict instead,
     mapped in memory as ``nectargan models import FILE --arch ARCH --set ...`` does
     (``arch_options`` are its ``OPTION=VALUE`` settings).
+    """
+    return load_generators(target, which, [direction], device=device, registry=registry, arch=arch,
+                           arch_options=arch_options)[0]
+
+
+def load_generators(target: str | Path, which: str = "latest", directions: Sequence[str | None] = (None,), *,
+                    device: str | torch.device = "cpu", registry: Registry | None = None, arch: str | None = None,
+                    arch_options: Sequence[str] = (), inverse: bool = False) -> list[LoadedGenerator]:
+    """:func:`load_generator` for several directions of one checkpoint, read once.
+
+    ``inverse``: also the generator that translates the first one's outputs back, last in the list, when the
+    checkpoint has one (CycleGAN's G_B for G_A).
     """
     registry = registry or get_plugins().registry
     if arch is not None:
@@ -130,11 +165,27 @@ def load_generator(target: str | Path, which: str = "latest", *, device: str | t
         if entry not in checkpoint:
             raise CheckpointError(f"{path}: cannot restore: it has no '{entry}' entry; the checkpoint is damaged or "
                                   "was written by another program")
+    trainer = checkpoint["trainer"]
+    trainer_class = _trainer_class(trainer, path, registry)
+    declared = dict(trainer_class.generators)
+    if not declared:
+        raise CheckpointError(f"{path}: not a checkpoint with a generator: its trainer '{trainer}' declares none "
+                              "for test, predict and export")
+    wanted = [direction or next(iter(declared)) for direction in directions]
+    back = {"AtoB": "BtoA", "BtoA": "AtoB"}.get(wanted[0])
+    if inverse and back in declared:
+        wanted.append(back)
+    for direction in wanted:
+        if direction not in declared:
+            raise CheckpointError(f"{path}: --direction {direction}: this '{trainer}' checkpoint has a generator "
+                                  f"for {' and '.join(declared)} only")
     networks = checkpoint["state"] if isinstance(checkpoint["state"], Mapping) else {}
-    if checkpoint["trainer"] != "pix2pix" or not isinstance(networks.get("generator"), Mapping):
-        raise CheckpointError(f"{path}: not a pix2pix checkpoint with a generator (trainer "
-                              f"'{checkpoint['trainer']}', networks: {', '.join(networks) or 'none'})"
-                              + ("" if "generator" in networks else "; it has no 'generator' entry"))
+    for direction in wanted:
+        name = declared[direction]
+        if not isinstance(networks.get(name), Mapping):
+            raise CheckpointError(f"{path}: not a {trainer} checkpoint with a generator (trainer "
+                                  f"'{trainer}', networks: {', '.join(networks) or 'none'})"
+                                  + ("" if name in networks else f"; it has no '{name}' entry"))
     if not isinstance(checkpoint.get("config"), Mapping):
         raise CheckpointError(f"{path}: the checkpoint has no stored config, so the generator's architecture is "
                               "unknown; for reference weights use nectargan models import FILE --arch NAME "
@@ -142,13 +193,31 @@ def load_generator(target: str | Path, which: str = "latest", *, device: str | t
     with restoring(str(path)):  # a damaged or crafted checkpoint: one line naming the file and what it lacks
         epoch, global_step = int(checkpoint["epoch"]), int(checkpoint["global_step"])
     config = validate_config(checkpoint["config"], registry, source=f"{path} (stored config)")
-    try:
-        model = _with_weights(lambda: build_generator(registry, config), checkpoint["state"]["generator"])
-    except RuntimeError as exc:  # load_state_dict: keys or shapes that do not fit the stored architecture
-        raise CheckpointError(f"{path}: the generator weights do not fit the architecture in the stored config "
-                              f"({state_problem(exc)})") from None
-    model.to(device).eval()
-    return LoadedGenerator(model, config, path, epoch, global_step)
+    loaded = []
+    for direction in wanted:
+        spec = trainer_class.generator_spec(config, direction)
+
+        def build(spec: GeneratorSpec = spec) -> torch.nn.Module:
+            return build_network(registry, spec.model, in_channels=spec.in_channels, out_channels=spec.out_channels)
+
+        try:
+            model = _with_weights(build, networks[declared[direction]])
+        except RuntimeError as exc:  # load_state_dict: keys or shapes that do not fit the stored architecture
+            raise CheckpointError(f"{path}: the generator weights do not fit the architecture in the stored config "
+                                  f"({state_problem(exc)})") from None
+        model.to(device).eval()
+        loaded.append(LoadedGenerator(model, config, path, epoch, global_step,
+                                      direction=direction, spec=spec, directions=tuple(declared),
+                                      tracked=declared[direction]))
+    return loaded
+
+
+def _trainer_class(name: Any, path: Path, registry: Registry) -> Any:
+    """The class of the trainer that wrote a checkpoint, whose declarations say where its generators are."""
+    if not isinstance(name, str) or not registry.has("trainer", name):
+        raise CheckpointError(f"{path}: written by trainer '{name}', which is not installed here; install the "
+                              "plugin that provides it (nectargan plugins list shows the trainers)")
+    return registry.get("trainer", name).load()
 
 
 def _with_weights(build: Any, state: Mapping[str, Any]) -> torch.nn.Module:

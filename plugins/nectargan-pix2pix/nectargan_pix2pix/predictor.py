@@ -40,7 +40,8 @@ class PredictReport:
 
     def summary(self) -> str:
         count = len(self.written)
-        return (f"wrote {count} image{'s' if count != 1 else ''} to {self.out_dir} ({self.generator.label}; "
+        direction = f"{self.generator.direction}, " if len(self.generator.directions) > 1 else ""
+        return (f"wrote {count} image{'s' if count != 1 else ''} to {self.out_dir} ({direction}{self.generator.label}; "
                 f"{self.fit.describe()}) and {RECORD}")
 
 
@@ -57,22 +58,26 @@ def batches(jobs: list[Job], fit: Fit, batch_size: int) -> Iterator[list[Job]]:
 def predict(target: str | Path, inputs: Sequence[str | Path], out_dir: Path, *, recursive: bool = False,
             which: str = "latest", batch_size: int = 1, device: str | torch.device = "cpu", fit: FitMode = "pad",
             size: Optional[tuple[int, int]] = None, png_compression: int = PNG_COMPRESSION,
-            arch: Optional[str] = None, arch_options: Sequence[str] = ()) -> PredictReport:
+            arch: Optional[str] = None, arch_options: Sequence[str] = (),
+            direction: Optional[str] = None) -> PredictReport:
     """Find and check ``inputs`` (:func:`~nectargan_pix2pix.files.plan`), then :func:`predict_jobs`."""
     return predict_jobs(target, plan(inputs, Path(out_dir), recursive), out_dir, which=which,
                         batch_size=batch_size, device=device, fit=fit, size=size, png_compression=png_compression,
-                        arch=arch, arch_options=arch_options)
+                        arch=arch, arch_options=arch_options, direction=direction)
 
 
 def predict_jobs(target: str | Path, jobs: list[Job], out_dir: Path, *, which: str = "latest",
                  batch_size: int = 1, device: str | torch.device = "cpu", fit: FitMode = "pad",
                  size: Optional[tuple[int, int]] = None, png_compression: int = PNG_COMPRESSION,
-                 arch: Optional[str] = None, arch_options: Sequence[str] = ()) -> PredictReport:
+                 arch: Optional[str] = None, arch_options: Sequence[str] = (),
+                 direction: Optional[str] = None) -> PredictReport:
     """Generate an output PNG (zlib level ``png_compression``) for every job; return what was written.
 
+    ``direction`` picks the generator (CycleGAN: ``AtoB`` or ``BtoA``; None: the checkpoint's first).
     With ``arch``, ``target`` is a reference state dict (see :func:`~nectargan_pix2pix.inference.load_generator`).
     """
-    generator = load_generator(target, which, device=device, arch=arch, arch_options=arch_options)
+    generator = load_generator(target, which, device=device, arch=arch, arch_options=arch_options,
+                               direction=direction)
     if fit == "resize" and size is None and generator.training_size:
         size = (generator.training_size, generator.training_size)
     sizing = Fit(fit, generator.size_multiple, size, generator.config.data.options.get("interpolation", "bicubic"))
@@ -124,6 +129,7 @@ def write_record(report: PredictReport) -> Path:
         "checkpoint_name": generator.checkpoint.name,
         "epoch": generator.epoch,
         "global_step": generator.global_step,
+        "direction": generator.direction,
         "fit": report.fit.describe(),
         "written": time.strftime("%Y-%m-%d %H:%M:%S"),
         "outputs": sorted(str(path.relative_to(report.out_dir)) for path in report.written),

@@ -4,7 +4,9 @@ What the reference's ``results/<name>/test_<epoch>/index.html`` shows, and
 what it leaves out: every test image as input | output | target with its
 L1, PSNR and SSIM (and PSNR of the output = input baseline), worst first;
 which checkpoint, epoch and step the weights come from; the mode
-(eval or train) and the means next to the baseline's. Images are linked
+(eval or train) and the means next to the baseline's. An unpaired split
+(CycleGAN) shows input | output | reconstruction, scored by the cycle,
+without a baseline. Images are linked
 relatively (``images/x.png``), so the folder can be copied or archived as a
 whole. A small inline script makes the columns sortable; without it the
 table stays worst first. Nothing is loaded from the network.
@@ -107,21 +109,23 @@ def worst_first(report: "EvaluationReport") -> list[int]:
     return sorted(range(len(report.names)), key=lambda i: (-l1[i], report.names[i]))
 
 
-def facts(report: "EvaluationReport", dataset: Any) -> str:
+def facts(report: "EvaluationReport") -> str:
     generator = report.generator
     run = run_dir_of(generator.checkpoint)
-    split = getattr(dataset.options, report.split if report.split != "train" else "val")
-    preprocess = getattr(split, "preprocess", "?")
+    root = f", from {Path(report.data_root).resolve()}" if report.data_root is not None else ""
+    model = generator.spec.model if generator.spec is not None else generator.config.models.generator
     rows = [
         ("run", str(run.resolve())),
         ("checkpoint", f"{generator.checkpoint.name}: epoch {generator.epoch}, step {generator.global_step}"),
-        ("split", f"{report.split} ({len(report.names)} images, preprocess {preprocess}, "
-                  f"from {Path(dataset.options.root).resolve()})"),
+        ("split", f"{report.split} ({len(report.names)} images, preprocess {report.preprocess}{root})"),
         ("mode", MODES[report.mode]),
-        ("generator", f"{generator.config.models.generator.name}, {generator.channels[0]} -> "
+        ("generator", f"{model.name} ({generator.tracked}), {generator.direction}, {generator.channels[0]} -> "
                       f"{generator.channels[1]} channels"),
-        ("written", time.strftime("%Y-%m-%d %H:%M:%S")),
     ]
+    if report.cycle:
+        rows.append(("scores", f"{report.compared}: the output translated back by the checkpoint's other "
+                               "generator (an unpaired split has no targets)"))
+    rows.append(("written", time.strftime("%Y-%m-%d %H:%M:%S")))
     body = "".join(f"<tr><th>{esc(label)}</th><td>{esc(value)}</td></tr>" for label, value in rows)
     return f'<table id="facts">{body}</table>'
 
@@ -135,8 +139,12 @@ def means(report: "EvaluationReport") -> str:
     body = "".join(f"<tr><th>{esc(label)}</th>"
                    + "".join(f'<td class="num">{number(values[m])}</td>' for m in METRICS) + "</tr>"
                    for label, values in rows)
-    note = ("" if report.baseline is not None else
-            "<p class=\"note\">No baseline: input and target have different channel counts.</p>")
+    if report.baseline is not None:
+        note = ""
+    elif report.cycle:
+        note = "<p class=\"note\">No baseline: an unpaired split has no targets to score the input against.</p>"
+    else:
+        note = "<p class=\"note\">No baseline: input and target have different channel counts.</p>"
     return f'<table id="means">{head}{body}</table>{note}'
 
 
@@ -163,7 +171,7 @@ def images_table(report: "EvaluationReport") -> str:
                     f'data-key="{key}">{esc(label)}</button></th>' for key, label in sortable}
     baseline_head = ('<th><button type="button" data-key="baseline_psnr">PSNR of output = input</button></th>'
                      if report.baseline_values is not None else "")
-    head = (f"<tr><th>rank</th>{headers['image']}<th>input</th><th>output</th><th>target</th>"
+    head = (f"<tr><th>rank</th>{headers['image']}" + "".join(f"<th>{what}</th>" for what in report.columns)
             + "".join(headers[m] for m in METRICS) + baseline_head + "</tr>")
     rows = []
     for rank, i in enumerate(worst_first(report), 1):
@@ -176,21 +184,23 @@ def images_table(report: "EvaluationReport") -> str:
             base = report.baseline_values["psnr"][i]
             data += f' data-baseline_psnr="{data_value(base)}"'
             cells += f'<td class="num">{number(base)}</td>'
-        pictures = "".join(image_cell(FOLDERS[what], name, size, what) for what in ("input", "output", "target"))
+        pictures = "".join(image_cell(FOLDERS[what], name, size, what) for what in report.columns)
         rows.append(f'<tr data-image="{esc(name)}" data-index="{i}"{data}><td class="num">{rank}</td>'
                     f"<td>{esc(name)}</td>{pictures}{cells}</tr>")
     return f'<table id="images"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-def page_html(report: "EvaluationReport", dataset: Any) -> str:
+def page_html(report: "EvaluationReport") -> str:
     generator = report.generator
     run = run_dir_of(generator.checkpoint)
-    title = f"{run.parent.name}/{run.name}: {report.split}, {generator.checkpoint.name} (epoch {generator.epoch})"
+    direction = f" {generator.direction}" if report.cycle else ""
+    title = (f"{run.parent.name}/{run.name}: {report.split}{direction}, {generator.checkpoint.name} "
+             f"(epoch {generator.epoch})")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>Test results: {esc(title)}</title><style>{STYLE}</style></head><body>"
-        f"<h1>Test results: {esc(title)}</h1>{facts(report, dataset)}"
+        f"<h1>Test results: {esc(title)}</h1>{facts(report)}"
         f"<h2>Means</h2>{means(report)}"
         f"<h2>Every image</h2><p class=\"note\">Sorted <span id=\"order\">by L1, largest (worst) first</span>. "
         "Click a column heading to sort by it, again to reverse; click an image for its full size. "
@@ -199,8 +209,8 @@ def page_html(report: "EvaluationReport", dataset: Any) -> str:
     )
 
 
-def write_page(report: "EvaluationReport", dataset: Any, folder: Path) -> Path:
+def write_page(report: "EvaluationReport", folder: Path) -> Path:
     """Write ``folder/index.html`` (the results folder, or its staging copy)."""
     path = folder / "index.html"
-    atomic_write_text(path, page_html(report, dataset))
+    atomic_write_text(path, page_html(report))
     return path

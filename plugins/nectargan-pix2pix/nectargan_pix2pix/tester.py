@@ -6,13 +6,22 @@ Results go to ``RUN_DIR/test/<checkpoint tag>-<split>/`` (the tag holds the
 epoch and step, ``best-epoch0003-step00000012`` for ``best.pt``, so results
 of different weights never share a folder)::
 
-    index.html     the results page: input | output | target and the scores of every image, worst first
-    metrics.json   mean and per-image L1, PSNR, SSIM; checkpoint, epoch, mode; the output = input baseline
-    metrics.csv    one row per image, then a ``mean`` row
-    images/        the generator's outputs, one PNG per input, named after it
-    inputs/        the inputs as the generator saw them (after preprocessing)
-    targets/       the targets, preprocessed the same way
-    grids/         input | output | target per image (with ``grid=True``)
+    index.html       the results page: input | output | target and the scores of every image, worst first
+    metrics.json     mean and per-image L1, PSNR, SSIM; checkpoint, epoch, mode; the output = input baseline
+    metrics.csv      one row per image, then a ``mean`` row
+    images/          the generator's outputs, one PNG per input, named after it
+    inputs/          the inputs as the generator saw them (after preprocessing)
+    targets/         the targets, preprocessed the same way
+    grids/           input | output | target per image (with ``grid=True``)
+
+A paired dataset scores each output against its target. An unpaired one
+(a dataset with domains, such as CycleGAN's) has no targets: the generator
+of ``direction`` translates each image of its input domain (``<split>A/``
+for ``AtoB``) and the checkpoint's generator of the other direction
+translates it back; the scores compare that cycle reconstruction with the
+input, ``reconstructions/`` holds it in place of ``targets/``, and the page
+and the grids show input | output | reconstruction. Those results go to
+``RUN_DIR/test/<checkpoint tag>-<split>-<direction>/``.
 
 The folder is written under a temporary name and then put in place whole, so
 it never mixes files of two tests: testing the same weights again replaces it.
@@ -38,6 +47,7 @@ from pathlib import Path
 from typing import Any, Literal, Optional, Sequence
 
 import torch
+from torch.utils.data import DataLoader
 
 from nectargan_core.atomic import atomic_write_text
 from nectargan_core.errors import NectarGANError
@@ -49,15 +59,19 @@ from .evaluation import METRICS, per_image, to_unit
 from .examples import save_grid
 from .files import output_names
 from .images import Fit, save_png
-from .inference import LoadedGenerator, load_generator, run_dir_of
+from .inference import LoadedGenerator, load_generators, run_dir_of
 from .evaluation import evaluation_mode
 from .results_page import write_page
 
 #: Sub-folders of a results folder, by what they hold (relative links in metrics.json and index.html).
-FOLDERS = {"input": "inputs", "output": "images", "target": "targets"}
+FOLDERS = {"input": "inputs", "output": "images", "target": "targets", "reconstruction": "reconstructions"}
+#: What a results folder's images show, left to right: paired, and unpaired (scored by the cycle).
+PAIRED_COLUMNS = ("input", "output", "target")
+CYCLE_COLUMNS = ("input", "output", "reconstruction")
 
 Mode = Literal["eval", "train"]
 BASELINE = "output = input (no generator)"
+PAIRED = "output with target"
 
 
 @dataclass
@@ -78,6 +92,22 @@ class EvaluationReport:
     sizes: Optional[list[tuple[int, int]]] = None
     #: Whether earlier results in ``out_dir`` were replaced.
     replaced: bool = False
+    #: What the scores compare: the targets, or (unpaired) the inputs with their cycle reconstructions.
+    compared: str = PAIRED
+    #: Each image's source file, in ``names`` order.
+    sources: Optional[list[str]] = None
+    data_root: Optional[Path] = None
+    #: The preprocessing of the split as read (``data.<split>.preprocess``).
+    preprocess: str = "?"
+
+    @property
+    def cycle(self) -> bool:
+        return self.compared != PAIRED
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """What the page and the image folders show per image (keys of ``FOLDERS``)."""
+        return CYCLE_COLUMNS if self.cycle else PAIRED_COLUMNS
 
     @property
     def page(self) -> Path:
@@ -85,8 +115,9 @@ class EvaluationReport:
 
     def summary(self) -> str:
         """One line: what was tested and how it scored, next to the trivial baseline."""
+        what = f"{self.generator.direction}, {self.compared}: " if self.cycle else ""
         line = (f"{self.split}: {len(self.names)} images, {self.generator.label}, "
-                f"{self.mode} mode: {format_metrics(self.mean)}")
+                f"{self.mode} mode: {what}{format_metrics(self.mean)}")
         if self.baseline is not None:
             line += f" | output=input: {format_metrics(self.baseline)}"
         return line
@@ -97,11 +128,12 @@ def format_metrics(values: dict[str, float]) -> str:
 
 
 def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional[Path],
-                  batch_size: Optional[int]) -> PairedDataset:
-    """``split`` of the run's dataset, preprocessed like validation (the train split too, unaugmented)."""
+                  batch_size: Optional[int]) -> Any:
+    """``split`` of the run's dataset, preprocessed like validation (the train split too, unaugmented).
+
+    A paired dataset, or a registered dataset that offers ``domain(name)`` (an unpaired one).
+    """
     data = generator.config.data
-    if data.name != "paired":
-        raise NectarGANError(f"nectargan test reads paired datasets; this run's dataset is '{data.name}'")
     options = dict(data.options)
     if data_root is None and not options.get("root"):
         raise DatasetError(f"{generator.checkpoint}: its config names no dataset folder (data.root), as for "
@@ -112,6 +144,9 @@ def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional
                            "pass --data-root DIR")
     options["root"] = str(root)
     view = "val" if split == "train" else split
+    if not isinstance(options.get(view), dict):
+        raise NectarGANError(f"nectargan test reads paired datasets, and unpaired ones (with domains); this run's "
+                             f"dataset '{data.name}' is neither")
     view_options = dict(options[view])
     if split == "train":
         view_options["folder"] = "train"
@@ -120,29 +155,62 @@ def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional
     if view_options["preprocess"] == "none":
         view_options["batch_size"] = 1  # images keep their own sizes, which a batch cannot mix
     options[view] = view_options
-    return PairedDataset(options, view, seed=generator.config.run.seed)
+    if data.name == "paired":
+        return PairedDataset(options, view, seed=generator.config.run.seed)
+    from nectargan_core.plugins import get_plugins
+
+    dataset = get_plugins().registry.get("dataset", data.name).load()(split=view, seed=generator.config.run.seed,
+                                                                       **options)
+    if not callable(getattr(dataset, "domain", None)):
+        raise NectarGANError(f"nectargan test reads paired datasets, and unpaired ones (with domains); this run's "
+                             f"dataset '{data.name}' is neither")
+    return dataset
 
 
 def run_test(target: str | Path, which: str = "latest", *, split: str = "test", mode: Optional[Mode] = None,
              out_dir: Optional[Path] = None, batch_size: Optional[int] = None, device: str | torch.device = "cpu",
              data_root: Optional[Path] = None, grid: bool = False, arch: Optional[str] = None,
-             arch_options: Sequence[str] = ()) -> EvaluationReport:
-    """Run the generator over ``split``, write metrics, images and the results page, and return the scores.
+             arch_options: Sequence[str] = (), direction: Optional[str] = None) -> EvaluationReport:
+    """Run the generator of ``direction`` over ``split``; write metrics, images and the results page; return the scores.
 
     With ``arch``, ``target`` is a reference state dict (see :func:`~nectargan_pix2pix.inference.load_generator`).
     """
-    generator = load_generator(target, which, device=device, arch=arch, arch_options=arch_options)
+    generator, *inverse = load_generators(target, which, [direction], device=device, arch=arch,
+                                          arch_options=arch_options, inverse=True)
     if mode is None:
-        mode = generator.config.test.mode  # the run's own choice (the reference preset: train)
+        # the run's own choice (the reference preset: train); a trainer without a test section: eval
+        section = getattr(generator.config, "test", None)
+        mode = getattr(section, "mode", "eval")
     dataset = split_dataset(generator, split, data_root=data_root, batch_size=batch_size)
     if not len(dataset):
         raise DatasetError(f"{dataset.path}: no images in the {split} split")
-    suffix = "" if mode == "eval" else "-train-mode"
+    cycle = not isinstance(dataset, PairedDataset)
+    suffix = (f"-{generator.direction}" if cycle else "") + ("" if mode == "eval" else "-train-mode")
     out_dir = Path(out_dir) if out_dir is not None else (
         run_dir_of(generator.checkpoint) / "test" / f"{generator.tag}-{split}{suffix}")
     replaced = check_out_dir(out_dir)
     staging = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
+    try:
+        if cycle:
+            report = _test_cycle(generator, inverse[0] if inverse else None, dataset, split, mode, out_dir,
+                                 staging, grid)
+        else:
+            report = _test_pairs(generator, dataset, split, mode, out_dir, staging, grid)
+        report.replaced = replaced
+        view = getattr(dataset.options, "val" if split == "train" else split, None)
+        report.preprocess = str(getattr(view, "preprocess", "?"))
+        write_metrics(report, staging)
+        write_page(report, staging)
+        publish(staging, out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return report
+
+
+def _test_pairs(generator: LoadedGenerator, dataset: PairedDataset, split: str, mode: Mode, out_dir: Path,
+                staging: Path, grid: bool) -> EvaluationReport:
+    """Each output against its target, next to the output = input baseline; files go to ``staging``."""
     names = [path.name for path in output_names([Path(pair.a.name) for pair in dataset.pairs])]
     in_channels, out_channels = generator.channels
     fit = Fit("pad", generator.size_multiple)
@@ -151,36 +219,71 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
     values: dict[str, list[float]] = {name: [] for name in METRICS}
     baseline: dict[str, list[float]] = {name: [] for name in METRICS}
     sizes: list[tuple[int, int]] = [(0, 0)] * len(names)
-    try:
-        with evaluation_mode(model, mode == "eval"), torch.random.fork_rng():
-            torch.manual_seed(generator.config.run.seed)
-            for batch in build_dataloader(dataset, device=target_device):
-                real_a, real_b = batch["A"].to(target_device), batch["B"].to(target_device)
-                height, width = real_a.shape[-2:]
-                fake_b = fit.restore(model(fit.prepare(real_a)), height, width)
-                for name, scores in per_image(fake_b, real_b).items():
-                    values[name] += scores.tolist()
-                if in_channels == out_channels:
-                    for name, scores in per_image(real_a, real_b).items():
-                        baseline[name] += scores.tolist()
-                for i, index in enumerate(batch["index"].tolist()):
-                    sizes[index] = (int(height), int(width))
-                    for what, images in (("input", real_a), ("output", fake_b), ("target", real_b)):
-                        save_png(staging / FOLDERS[what] / names[index], to_unit(images[i]))
-                    if grid:
-                        save_grid(staging / "grids" / names[index], real_a[i:i + 1], fake_b[i:i + 1],
-                                  real_b[i:i + 1])
+    with evaluation_mode(model, mode == "eval"), torch.random.fork_rng():
+        torch.manual_seed(generator.config.run.seed)
+        for batch in build_dataloader(dataset, device=target_device):
+            real_a, real_b = batch["A"].to(target_device), batch["B"].to(target_device)
+            height, width = real_a.shape[-2:]
+            fake_b = fit.restore(model(fit.prepare(real_a)), height, width)
+            for name, scores in per_image(fake_b, real_b).items():
+                values[name] += scores.tolist()
+            if in_channels == out_channels:
+                for name, scores in per_image(real_a, real_b).items():
+                    baseline[name] += scores.tolist()
+            for i, index in enumerate(batch["index"].tolist()):
+                sizes[index] = (int(height), int(width))
+                for what, images in zip(PAIRED_COLUMNS, (real_a, fake_b, real_b)):
+                    save_png(staging / FOLDERS[what] / names[index], to_unit(images[i]))
+                if grid:
+                    save_grid(staging / "grids" / names[index], real_a[i:i + 1], fake_b[i:i + 1],
+                              real_b[i:i + 1])
 
-        has_baseline = in_channels == out_channels
-        report = EvaluationReport(out_dir, generator, split, mode, names, values, mean_of(values),
-                                  mean_of(baseline) if has_baseline else None,
-                                  baseline if has_baseline else None, sizes, replaced)
-        write_metrics(report, dataset, staging)
-        write_page(report, dataset, staging)
-        publish(staging, out_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return report
+    has_baseline = in_channels == out_channels
+    return EvaluationReport(out_dir, generator, split, mode, names, values, mean_of(values),
+                            mean_of(baseline) if has_baseline else None,
+                            baseline if has_baseline else None, sizes,
+                            sources=[str(pair.a) for pair in dataset.pairs], data_root=Path(dataset.options.root))
+
+
+def _test_cycle(generator: LoadedGenerator, back: Optional[LoadedGenerator], dataset: Any, split: str, mode: Mode,
+                out_dir: Path, staging: Path, grid: bool) -> EvaluationReport:
+    """Unpaired: each image of the input domain translated, and back by ``back``; the reconstruction against it."""
+    if back is None:
+        raise NectarGANError(f"{generator.checkpoint}: the split is unpaired, so outputs are scored by translating "
+                             f"them back, and this checkpoint has no generator for the other direction")
+    source = generator.direction[0]  # AtoB reads domain A
+    device = next(generator.model.parameters()).device
+    images = dataset.domain(source)
+    if not len(images):
+        raise DatasetError(f"{dataset.path}: no images in the {split} split's domain {source}")
+    names = [path.name for path in output_names([Path(path.name) for path in images.paths])]
+    fit = Fit("pad", generator.size_multiple)
+    values: dict[str, list[float]] = {name: [] for name in METRICS}
+    sizes: list[tuple[int, int]] = [(0, 0)] * len(names)
+    loader = DataLoader(images, batch_size=images.batch_size, shuffle=False,
+                        num_workers=dataset.options.num_workers)
+    with evaluation_mode(generator.model, mode == "eval"), evaluation_mode(back.model, mode == "eval"), \
+            torch.random.fork_rng():
+        torch.manual_seed(generator.config.run.seed)
+        for batch in loader:
+            real = batch["image"].to(device)
+            height, width = real.shape[-2:]
+            fake = fit.restore(generator.model(fit.prepare(real)), height, width)
+            reconstructed = fit.restore(back.model(fit.prepare(fake)), height, width)
+            for name, scores in per_image(reconstructed, real).items():
+                values[name] += scores.tolist()
+            for i, index in enumerate(batch["index"].tolist()):
+                sizes[index] = (int(height), int(width))
+                for what, shown in zip(CYCLE_COLUMNS, (real, fake, reconstructed)):
+                    save_png(staging / FOLDERS[what] / names[index], to_unit(shown[i]))
+                if grid:
+                    save_grid(staging / "grids" / names[index], real[i:i + 1], fake[i:i + 1],
+                              reconstructed[i:i + 1])
+    target_domain = "B" if source == "A" else "A"
+    compared = f"cycle {source}->{target_domain}->{source} with {source}"
+    return EvaluationReport(out_dir, generator, split, mode, names, values, mean_of(values), None, None, sizes,
+                            compared=compared, sources=[str(path) for path in images.paths],
+                            data_root=Path(dataset.options.root))
 
 
 def is_results_folder(path: Path) -> bool:
@@ -228,13 +331,13 @@ def json_number(value: float) -> Optional[float]:
     return value if math.isfinite(value) else None
 
 
-def write_metrics(report: EvaluationReport, dataset: PairedDataset, folder: Path) -> None:
+def write_metrics(report: EvaluationReport, folder: Path) -> None:
     """``metrics.json`` and ``metrics.csv`` in ``folder`` (the results folder, or its staging copy)."""
     generator = report.generator
 
-    def row(i: int, name: str, pair: Any) -> dict[str, Any]:
-        entry = {"image": name, "source": str(pair.a), **{m: json_number(report.values[m][i]) for m in METRICS},
-                 "files": {what: f"{sub}/{name}" for what, sub in FOLDERS.items()}}
+    def row(i: int, name: str, source: str) -> dict[str, Any]:
+        entry = {"image": name, "source": source, **{m: json_number(report.values[m][i]) for m in METRICS},
+                 "files": {what: f"{FOLDERS[what]}/{name}" for what in report.columns}}
         if report.baseline_values is not None:
             entry["baseline"] = {m: json_number(report.baseline_values[m][i]) for m in METRICS}
         return entry
@@ -246,13 +349,15 @@ def write_metrics(report: EvaluationReport, dataset: PairedDataset, folder: Path
         "global_step": generator.global_step,
         "split": report.split,
         "mode": report.mode,
-        "data_root": str(Path(dataset.options.root).resolve()),
+        "direction": generator.direction,
+        "compared": report.compared,
+        "data_root": str(Path(report.data_root).resolve()) if report.data_root is not None else None,
         "images": len(report.names),
         "page": "index.html",
         "mean": {m: json_number(v) for m, v in report.mean.items()},
         "baseline": None if report.baseline is None else {
             "what": BASELINE, "mean": {m: json_number(v) for m, v in report.baseline.items()}},
-        "per_image": [row(i, name, pair) for i, (name, pair) in enumerate(zip(report.names, dataset.pairs))],
+        "per_image": [row(i, name, source) for i, (name, source) in enumerate(zip(report.names, report.sources or []))],
     }
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(folder / "metrics.json", json.dumps(data, indent=2) + "\n")

@@ -32,13 +32,14 @@ from torch.utils.data import DataLoader
 
 from nectargan_core import ResumableSampler, Trainer, TrainerKit, hookimpl, optimizer_step
 from nectargan_core.errors import ConfigError
+from nectargan_core.generators import GeneratorSpec
 from nectargan_losses.manager import LossManager
 from nectargan_losses.schedules import Pix2PixLinear, build_schedule, lr_scheduler, refresh_lr
 
 from .evaluation import MetricAccumulator, evaluation_mode
 from .examples import save_grid, spread_indices
 from .networks import build_discriminator, build_generator
-from .options import Pix2pixOptions
+from .options import Pix2pixOptions, data_channels
 from .precision import Precision
 from .compilation import compile_for_training
 from .contracts import batch_size_of, check_dataset_item, is_conditional
@@ -112,6 +113,13 @@ class Pix2pixTrainer(Trainer):
     distributed_validation = True
     #: The two updates' mechanics (and with them ``loop.nonfinite: skip``).
     kit = TrainerKit()
+    #: For test, predict and export: one generator, from the training input to the target (data.direction
+    #: decides which side of the data that is).
+    generators = {"AtoB": "generator"}
+
+    @classmethod
+    def generator_spec(cls, config: Any, direction: str) -> GeneratorSpec:
+        return GeneratorSpec(config.models.generator, *data_channels(config))
 
     # -- set-up ------------------------------------------------------------
     def setup(self) -> None:

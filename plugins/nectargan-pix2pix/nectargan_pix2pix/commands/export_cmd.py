@@ -7,7 +7,7 @@ from typing import Optional
 
 import click
 
-from .options import SizeType, checkpoint_option
+from .options import SizeType, checkpoint_option, direction_option
 
 
 @click.command("export")
@@ -25,8 +25,9 @@ from .options import SizeType, checkpoint_option
 @click.option("--opset", type=click.IntRange(min=7), default=18, show_default=True, help="ONNX opset version.")
 @click.option("--tolerance", type=click.FloatRange(min=0), default=1e-4, show_default=True,
               help="Largest accepted |export - pytorch| difference.")
+@direction_option
 def export_command(target: Path, fmt: str, which: str, output: Optional[Path], size: Optional[tuple[int, int]],
-                   opset: int, tolerance: float) -> None:
+                   opset: int, tolerance: float, direction: Optional[str]) -> None:
     """Export the generator (eval mode, dynamic batch axis) and check it against PyTorch.
 
     The export is run on random batches of 2 and 1 and compared with the
@@ -46,6 +47,7 @@ def export_command(target: Path, fmt: str, which: str, output: Optional[Path], s
       nectargan export runs/facades/version_0 --format onnx
       nectargan export runs/facades/version_0 --format torchscript --checkpoint best -o g.pt
       nectargan export runs/facades/version_0 --format reference -o checkpoints/facades_pix2pix
+      nectargan export runs/horse2zebra/version_0 --format onnx --direction BtoA
     """
     if fmt == "reference":
         from ..reference_export import export_reference
@@ -55,7 +57,8 @@ def export_command(target: Path, fmt: str, which: str, output: Optional[Path], s
         return
     from ..export import export_generator
 
-    report = export_generator(target, which, fmt=fmt, output=output, size=size, opset=opset, tolerance=tolerance)
+    report = export_generator(target, which, fmt=fmt, output=output, size=size, opset=opset, tolerance=tolerance,
+                              direction=direction)
     click.echo(report.parity.describe())
     click.echo(f"wrote {report.path} ({report.size[0]}x{report.size[1]}, dynamic batch; {report.weights}) "
                f"and {report.sidecar.name}")

@@ -45,6 +45,12 @@ def checkpoint_option(func: Callable[..., Any]) -> Callable[..., Any]:
                         help="Which checkpoint of a run directory (ignored for a checkpoint file).")(func)
 
 
+def direction_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--direction", type=click.Choice(["AtoB", "BtoA"]), default=None,
+                        help="Which generator: AtoB or BtoA (CycleGAN has both; default: the checkpoint's first, "
+                             "the only one of pix2pix).")(func)
+
+
 def device_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--device", metavar="DEVICE", default="auto", show_default=True, callback=check_device,
                         help="auto, cpu, cuda, cuda:N or mps.")(func)

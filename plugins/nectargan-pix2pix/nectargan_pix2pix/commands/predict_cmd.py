@@ -9,7 +9,8 @@ import click
 
 from nectargan_core.limits import BATCH_OPTION
 
-from .options import SizeType, check_reference_options, checkpoint_option, device_option, reference_options
+from .options import (SizeType, check_reference_options, checkpoint_option, device_option, direction_option,
+                      reference_options)
 
 
 @click.command("predict")
@@ -31,10 +32,12 @@ from .options import SizeType, check_reference_options, checkpoint_option, devic
 @click.option("--size", type=SizeType(), metavar="N|HxW", default=None, help="Side N or HxW for --crop and --resize.")
 @click.option("--png-compression", type=click.IntRange(0, 9), default=1, show_default=True,
               help="zlib level of the output PNGs (lossless at every level; 9: smallest files, slowest).")
+@direction_option
 @reference_options
 def predict_command(target: Path, inputs: tuple[Path, ...], out_dir: Path, which: str, batch_size: int,
                     device: str, recursive: bool, fit: str, size: Optional[tuple[int, int]],
-                    png_compression: int, arch: Optional[str], arch_options: tuple[str, ...]) -> None:
+                    png_compression: int, direction: Optional[str], arch: Optional[str],
+                    arch_options: tuple[str, ...]) -> None:
     """Run a trained generator on images; write one PNG per input, named after it.
 
     INPUTS are image files and folders (sorted; .bmp .jpeg .jpg .png .tif .tiff
@@ -49,6 +52,7 @@ def predict_command(target: Path, inputs: tuple[Path, ...], out_dir: Path, which
       nectargan predict runs/facades/version_0/checkpoints/best.pt a.png b.jpg -o out/ --batch-size 8
       nectargan predict runs/facades/version_0 big/ -o out/ --resize --size 256
       nectargan predict latest_net_G.pth photos/ -o out/ --arch unet_256
+      nectargan predict runs/horse2zebra/version_0 zebras/ -o horses/ --direction BtoA
     """
     check_reference_options(arch, arch_options)
     from ..files import plan
@@ -61,5 +65,5 @@ def predict_command(target: Path, inputs: tuple[Path, ...], out_dir: Path, which
 
     report = predict_jobs(target, jobs, out_dir, which=which, batch_size=batch_size, device=resolve_device(device),
                           fit=fit, size=size, png_compression=png_compression, arch=arch,
-                          arch_options=arch_options)
+                          arch_options=arch_options, direction=direction)
     click.echo(report.summary())

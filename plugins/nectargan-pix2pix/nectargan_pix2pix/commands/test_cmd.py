@@ -9,7 +9,7 @@ import click
 
 from nectargan_core.limits import BATCH_OPTION
 
-from .options import check_reference_options, checkpoint_option, device_option, reference_options
+from .options import check_reference_options, checkpoint_option, device_option, direction_option, reference_options
 
 
 @click.command("test")
@@ -30,17 +30,21 @@ from .options import check_reference_options, checkpoint_option, device_option, 
 @click.option("--data-root", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Dataset folder, when the run's data.root does not resolve from here.")
 @click.option("--grid", is_flag=True, help="Also write input | output | target grids to grids/.")
+@direction_option
 @reference_options
 def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out_dir: Optional[Path],
                  batch_size: Optional[int], device: str, data_root: Optional[Path], grid: bool,
-                 arch: Optional[str], arch_options: tuple[str, ...]) -> None:
+                 direction: Optional[str], arch: Optional[str], arch_options: tuple[str, ...]) -> None:
     """Run a trained generator over a split; write per-image L1, PSNR, SSIM, the images and a results page.
 
     Writes index.html (every image as input | output | target with its
     scores, worst first, sortable; the checkpoint, epoch and mode; the
     output = input baseline), metrics.json, metrics.csv (one row per image and
     a mean row), and images/, inputs/ and targets/ as PNG. Metrics compare
-    images in [0, 1].
+    images in [0, 1]. On an unpaired split (CycleGAN) the generator of
+    --direction translates its input domain and the other generator
+    translates back: the metrics compare that reconstruction with the input,
+    and reconstructions/ takes the place of targets/.
 
     \b
     Examples:
@@ -48,6 +52,7 @@ def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out
       nectargan test runs/facades/version_0 --checkpoint best --grid
       nectargan test runs/facades/version_0 --checkpoint 100 --mode train --batch-size 1
       nectargan test latest_net_G.pth --arch unet_256 --data-root datasets/facades
+      nectargan test runs/horse2zebra/version_0 --direction BtoA --grid
     """
     check_reference_options(arch, arch_options)
     from nectargan_core.device import resolve_device
@@ -56,7 +61,7 @@ def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out
 
     report = run_test(run_dir, which, split=split, mode=mode, out_dir=out_dir, batch_size=batch_size,
                       device=resolve_device(device), data_root=data_root, grid=grid, arch=arch,
-                      arch_options=arch_options)
+                      arch_options=arch_options, direction=direction)
     click.echo(report.summary())
     click.echo(f"results: {report.out_dir}" + (" (replaced the earlier results there)" if report.replaced else ""))
     click.echo(f"page: {report.page}")

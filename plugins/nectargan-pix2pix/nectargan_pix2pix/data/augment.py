@@ -171,6 +171,14 @@ class PairTransform:
             a = _on_colour(self.photometric, a)
         return normalise(a), normalise(b)
 
+    def single(self, image: torch.Tensor) -> torch.Tensor:
+        """Sizes, augments and normalises one image on its own, as the unpaired (CycleGAN) data does:
+        every step applies, with draws of its own (there is no partner to move with, nor a target to keep clean)."""
+        image = self.geometric(tv_tensors.Image(image)).as_subclass(torch.Tensor).clamp(0.0, 1.0)
+        if self.photometric is not None:
+            image = _on_colour(self.photometric, image)
+        return normalise(image)
+
 
 def normalise(image: torch.Tensor) -> torch.Tensor:
     """[0, 1] to [-1, 1]: mean 0.5, std 0.5 per channel, like the reference."""
@@ -182,8 +190,11 @@ def _on_colour(step: Callable[[Any], Any], image: torch.Tensor) -> torch.Tensor:
     return torch.cat([step(tv_tensors.Image(colour)).as_subclass(torch.Tensor), alpha])
 
 
-def build_transform(options: PairedDataOptions, split: Split) -> PairTransform:
-    """The transform of ``split``: random crop and ``options.augment`` for train; fixed sizing otherwise."""
+def build_transform(options: PairedDataOptions, split: Split, channels: Optional[int] = None) -> PairTransform:
+    """The transform of ``split``: random crop and ``options.augment`` for train; fixed sizing otherwise.
+
+    ``channels``: those of the images the photometric steps see (default: ``options.in_channels``).
+    """
     load, crop = options.load_size, options.crop_size
     steps: list[v2.Transform] = []
     if split == "train":
@@ -193,7 +204,7 @@ def build_transform(options: PairedDataOptions, split: Split) -> PairTransform:
             steps.append(v2.RandomCrop(crop))
         warp = v2.InterpolationMode.NEAREST if options.interpolation == "nearest" else v2.InterpolationMode.BILINEAR
         steps += [geometric(spec, warp) for spec in options.augment if spec.paired]
-        colour = [photometric(spec, options.in_channels) for spec in options.augment if not spec.paired]
+        colour = [photometric(spec, channels or options.in_channels) for spec in options.augment if not spec.paired]
         colour = [step for step in colour if step is not None]
         return PairTransform(_compose(steps), _compose(colour) if colour else None)
     preprocess = getattr(options, split).preprocess

@@ -2,11 +2,13 @@
 
 * :func:`pair_folders` writes aligned A|B files from two folders of same-named images.
 * :func:`split_folder` distributes a flat folder into train/, val/ and test/.
+* :func:`split_unpaired` distributes two piles of unpaired images (or the reference's
+  trainA/ and trainB/) into the unpaired layout's trainA/ valA/ testA/, trainB/ valB/ testB/.
 
-Both check everything before writing anything, so a mistake leaves the files as they were.
-Neither leaves a partial dataset when interrupted: ``pair_folders`` builds its
-output in a temp folder renamed into place when complete; ``split_folder``
-records its plan first, so the folder is marked unfinished (``data check``
+All check everything before writing anything, so a mistake leaves the files as they were.
+None leaves a partial dataset when interrupted: ``pair_folders`` builds its
+output in a temp folder renamed into place when complete; the splits
+record their plan first, so the folder is marked unfinished (``data check``
 and training refuse it) until the same split, run again, completes it.
 """
 
@@ -23,6 +25,7 @@ from PIL import Image
 from nectargan_core.atomic import atomic_write, atomic_write_text, commit_folder, staging
 
 from .check import SPLIT_MARKER, UnreadableImage, image_size
+from .domains import DOMAINS, domain_dir
 from .errors import DatasetError
 from .listing import Pair, list_images, match_folders
 from .options import SPLITS
@@ -109,13 +112,7 @@ def split_folder(folder: Path, *, val: float, test: float, seed: int, copy: bool
     marker = folder / SPLIT_MARKER
     options = {"val": val, "test": test, "seed": seed, "copy": copy}
     if marker.exists():
-        plan = _read_marker(marker)
-        if plan["options"] != options:
-            recorded = plan["options"]
-            flags = f"--val {recorded['val']} --test {recorded['test']} --seed {recorded['seed']}" + (
-                " --copy" if recorded["copy"] else "")
-            raise DatasetError(f"{folder}: an interrupted split ({flags}) is unfinished; run 'nectargan data split "
-                               f"{folder} {flags}' to finish it")
+        plan = _recorded_plan(folder, options)
         assignment, paired = plan["assignment"], plan["paired"]
     else:
         assignment, paired = _plan_split(folder, val=val, test=test, seed=seed)
@@ -156,10 +153,105 @@ def _plan_split(folder: Path, *, val: float, test: float, seed: int) -> tuple[di
     return assignment, paired
 
 
+def split_unpaired(folder: Path, *, val: float, test: float, seed: int, copy: bool = False) -> dict[str, int]:
+    """Move (or copy) images into the unpaired layout's split folders; return the images per folder.
+
+    Two starting points: ``folder/A/`` and ``folder/B/`` (two piles of images,
+    nothing pairs them) are dealt into ``trainA/ valA/ testA/`` and ``trainB/
+    valB/ testB/``; or the reference layout's ``trainA/`` and ``trainB/`` give
+    ``val`` (and ``test``) of their images to ``valA/ valB/`` (``testA/
+    testB/``), which must not exist yet. Each domain is split on its own, as
+    :func:`split_folder` splits a folder: its names sorted, shuffled with
+    ``random.Random(seed)``, the first ``round(n * val)`` to val, the next
+    ``round(n * test)`` to test. The plan is recorded first, so an interrupted
+    split is refused by ``data check`` and training and finished by the same
+    split run again.
+    """
+    if not folder.is_dir():
+        raise DatasetError(f"{folder}: folder does not exist")
+    marker = folder / SPLIT_MARKER
+    options = {"val": val, "test": test, "seed": seed, "copy": copy, "unpaired": True}
+    if marker.exists():
+        moves = _recorded_plan(folder, options)["moves"]
+    else:
+        moves = _plan_unpaired(folder, val=val, test=test, seed=seed)
+        atomic_write_text(marker, json.dumps({"options": options, "moves": moves}) + "\n")
+    for source, target in moves:
+        _transfer(folder / source, folder / target, copy)
+    if not copy:
+        for pile in ("A", "B"):
+            if (folder / pile).is_dir() and not any((folder / pile).iterdir()):
+                (folder / pile).rmdir()
+    marker.unlink()
+    counts: dict[str, int] = {}
+    for split in SPLITS:
+        for domain in DOMAINS:
+            if domain_dir(folder, split, domain).is_dir():
+                counts[f"{split}{domain}"] = len(list_images(domain_dir(folder, split, domain)))
+    return counts
+
+
+def _plan_unpaired(folder: Path, *, val: float, test: float, seed: int) -> list[list[str]]:
+    """The moves (source, target; relative to ``folder``) of :func:`split_unpaired`."""
+    piles = all((folder / pile).is_dir() for pile in DOMAINS)
+    if piles:
+        taken = [domain_dir(folder, split, domain).name for split in SPLITS for domain in DOMAINS
+                 if domain_dir(folder, split, domain).exists()]
+        if taken:
+            raise DatasetError(f"{folder}: already has {', '.join(name + '/' for name in taken)} beside A/ and B/; "
+                               "move them away or split A/ and B/ elsewhere")
+        sources = {domain: folder / domain for domain in DOMAINS}
+    elif all(domain_dir(folder, "train", domain).is_dir() for domain in DOMAINS):
+        for split, fraction in (("val", val), ("test", test)):
+            taken = [domain_dir(folder, split, domain).name for domain in DOMAINS
+                     if domain_dir(folder, split, domain).exists()]
+            if fraction and taken:
+                raise DatasetError(f"{folder}: already has {', '.join(name + '/' for name in taken)}; pass "
+                                   f"--{split} 0 to keep it as it is")
+        sources = {domain: domain_dir(folder, "train", domain) for domain in DOMAINS}
+    else:
+        raise DatasetError(f"{folder}: an unpaired split starts from A/ and B/ (two piles of images) or from "
+                           "trainA/ and trainB/ (to take val and test images from); found neither")
+    moves = []
+    for domain, source in sources.items():
+        names = [path.name for path in list_images(source)]
+        n_val, n_test = round(len(names) * val), round(len(names) * test)
+        if len(names) - n_val - n_test < 1:
+            raise DatasetError(f"{source}: {len(names)} image(s) leave none for train with --val {val} "
+                               f"--test {test}")
+        random.Random(seed).shuffle(names)
+        chosen = {"val": names[:n_val], "test": names[n_val:n_val + n_test], "train": names[n_val + n_test:]}
+        for split, picked in chosen.items():
+            target = domain_dir(folder, split, domain).relative_to(folder)
+            if target == source.relative_to(folder):
+                continue  # the train images of trainA/ stay where they are
+            moves += [[(source.relative_to(folder) / name).as_posix(), (target / name).as_posix()]
+                      for name in sorted(picked)]
+    return moves
+
+
+def _recorded_plan(folder: Path, options: dict) -> dict:
+    """The plan of an interrupted split of ``folder``, if it was made with ``options``; else a one-line error."""
+    plan = _read_marker(folder / SPLIT_MARKER)
+    if plan["options"] != options:
+        recorded = plan["options"]
+        flags = f"--val {recorded['val']} --test {recorded['test']} --seed {recorded['seed']}" + (
+            " --copy" if recorded["copy"] else "") + (" --unpaired" if recorded.get("unpaired") else "")
+        raise DatasetError(f"{folder}: an interrupted split ({flags}) is unfinished; run 'nectargan data split "
+                           f"{folder} {flags}' to finish it")
+    return plan
+
+
 def _read_marker(marker: Path) -> dict:
     try:
         plan = json.loads(marker.read_text(encoding="utf-8"))
-        assert isinstance(plan["options"], dict) and isinstance(plan["assignment"], dict)
+        assert isinstance(plan["options"], dict)
+        if plan["options"].get("unpaired"):
+            assert isinstance(plan["moves"], list)
+            assert all(isinstance(move, list) and len(move) == 2 and all(isinstance(p, str) for p in move)
+                       for move in plan["moves"])
+            return plan
+        assert isinstance(plan["assignment"], dict)
         assert all(split in SPLITS for split in plan["assignment"]) and isinstance(plan["paired"], bool)
         return plan
     except (OSError, ValueError, KeyError, TypeError, AssertionError):

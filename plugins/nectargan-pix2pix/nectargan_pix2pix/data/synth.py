@@ -155,3 +155,39 @@ def write_synthetic(out: Path, *, count: int, size: int, seed: int, val: float, 
         (stage / "synth.json").write_text(json.dumps(meta, indent=2) + "\n")
         commit_folder(stage, out)
     return counts
+
+
+def write_unpaired_synthetic(out: Path, *, count: int, size: int, seed: int, val: float,
+                             test: float) -> dict[str, int]:
+    """Write two unpaired domains of ``count`` images each into ``out/trainA``, ``out/trainB``, val and test.
+
+    Domain A holds label maps (flat colours), domain B shaded renderings
+    (materials, light, shadows): the same kind of scenes in two styles, so a
+    CycleGAN learns a visible translation. Nothing pairs them: A's ``i``-th
+    image is scene ``2i`` and B's scene ``2i + 1``, each file named after its
+    scene. Splits that get no images get no folders. Returns the images per
+    split (each domain has as many); ``out/synth.json`` records how the set
+    was made. Like :func:`write_synthetic`, the set appears only when complete.
+    """
+    if out.exists() and not (out.is_dir() and not any(out.iterdir())):
+        raise DatasetError(f"{out}: folder is not empty; choose a new folder for the synthetic dataset")
+    n_val, n_test = round(count * val), round(count * test)
+    n_train = count - n_val - n_test
+    if n_train < 1:
+        raise DatasetError(f"--count {count} with --val {val} and --test {test} leaves no training images")
+    counts = {"train": n_train, "val": n_val, "test": n_test}
+    with staging(out) as stage:
+        index = 0
+        for split, n in counts.items():
+            for domain in ("A", "B") if n else ():
+                (stage / f"{split}{domain}").mkdir()
+            for _ in range(n):
+                for domain, scene, image in (("A", 2 * index, render_pair(seed, 2 * index, size)[0]),
+                                             ("B", 2 * index + 1, render_pair(seed, 2 * index + 1, size)[1])):
+                    Image.fromarray(image).save(stage / f"{split}{domain}" / f"{scene:05d}.png", format="PNG")
+                index += 1
+        meta = {"generator": "nectargan-pix2pix synth --unpaired", "version": VERSION, "seed": seed, "size": size,
+                "domains": {"A": "label maps", "B": "renderings"}, "classes": list(CLASSES), "splits": counts}
+        (stage / "synth.json").write_text(json.dumps(meta, indent=2) + "\n")
+        commit_folder(stage, out)
+    return counts

@@ -1,0 +1,330 @@
+"""The CycleGAN trainer: the reference training step, on the core's loop and trainer kit.
+
+One step, as the reference's ``optimize_parameters`` (junyanz/pytorch-CycleGAN-and-pix2pix):
+
+1. ``fake_B = G_A(A)``, ``rec_A = G_B(fake_B)``, ``fake_A = G_B(B)``, ``rec_B = G_A(fake_A)``.
+2. G update (G_A and G_B under one Adam) with D_A and D_B frozen:
+   ``GAN(D_A(fake_B)) + GAN(D_B(fake_A)) + λ_A·|rec_A - A| + λ_B·|rec_B - B|``
+   ``+ λ_id·λ_B·|G_A(B) - B| + λ_id·λ_A·|G_B(A) - A|``.
+3. D update (D_A and D_B under one Adam): D_A on B against ``pool_B(fake_B)``,
+   D_B on A against ``pool_A(fake_A)``, each ``0.5·(real + fake)``.
+
+The mechanics of the two updates (accumulation, DDP ``no_sync``, the
+scalers, clipping, freezing, the non-finite skip, step-unit schedules) are
+the core's trainer kit (:mod:`nectargan_core.kit`); the image pools
+(:mod:`.pool`) and their random state are tracked, so resume is exact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+
+from nectargan_core import ResumableSampler, Trainer, TrainerKit, hookimpl
+from nectargan_core.errors import ConfigError
+from nectargan_core.generators import GeneratorSpec
+from nectargan_losses.gan import GANObjective
+from nectargan_losses.schedules import build_schedule, lr_scheduler, refresh_lr
+from nectargan_pix2pix.compilation import compile_for_training
+from nectargan_pix2pix.evaluation import MetricAccumulator, evaluation_mode
+from nectargan_pix2pix.examples import save_grid
+from nectargan_pix2pix.networks import build_network
+from nectargan_pix2pix.options import data_channels
+from nectargan_pix2pix.precision import Precision
+from nectargan_pix2pix.trainer import make_adam, warn_if_decay_never_starts
+
+from .options import CycleGANOptions
+from .pool import ImagePool, PoolRandom
+
+
+class CycleGANTrainer(Trainer):
+    """Unpaired image-to-image translation with cycle consistency (Zhu et al., 2017)."""
+
+    options = CycleGANOptions
+    #: What ``nectargan export --format reference`` writes: the reference's network name -> (tracked network,
+    #: config key of its model); and the reference's ``--model`` that loads them.
+    reference_networks = {"G_A": ("G_A", "models.generator"), "G_B": ("G_B", "models.generator")}
+    reference_model = "cycle_gan"
+    #: Every process validates its share of the val split; the sums are reduced.
+    distributed_validation = True
+    #: The two updates' mechanics (and with them ``loop.nonfinite: skip``).
+    kit = TrainerKit()
+    #: For test, predict and export: G_A translates A to B, G_B B to A.
+    generators = {"AtoB": "G_A", "BtoA": "G_B"}
+
+    @classmethod
+    def generator_spec(cls, config: Any, direction: str) -> GeneratorSpec:
+        a, b = data_channels(config)
+        return GeneratorSpec(config.models.generator, *((a, b) if direction == "AtoB" else (b, a)))
+
+    # -- set-up ------------------------------------------------------------
+    def setup(self) -> None:
+        cfg = self.config
+        data = cfg.data
+        if data.name == "unpaired" and not data.options.get("root"):
+            raise ConfigError("data.root: no dataset folder given; set data.root to a folder holding trainA/ and "
+                              "trainB/ (make a synthetic one with: nectargan data synth --unpaired data/synth)")
+        a, b = data_channels(cfg)
+        loss = cfg.loss
+        if loss.lambda_identity > 0 and a != b:
+            raise ConfigError(f"loss.lambda_identity: the identity losses feed domain B images ({b} channels) to "
+                              f"G_A, which reads {a}; set loss.lambda_identity=0, or give both domains the same "
+                              "channels (data.in_channels, data.out_channels)")
+        self.train_set = self.build("dataset", data, split="train", seed=cfg.run.seed)
+        self.val_set = self._optional_split("val")
+        self.memory_format = torch.channels_last if cfg.precision.channels_last else torch.contiguous_format
+        if self.dist.enabled and cfg.distributed.sync_batchnorm and not cfg.validation.eval_mode:
+            raise ConfigError("distributed.sync_batchnorm with validation.eval_mode=false: the processes validate "
+                              "different numbers of images, so synchronised batch norm in training mode would wait "
+                              "forever; set validation.eval_mode=true")
+
+        def network(choice: Any, **channels: int) -> torch.nn.Module:
+            built = build_network(self.registry, choice, **channels)
+            return built.to(self.device, memory_format=self.memory_format)
+
+        models = cfg.models
+        self.G_A = self.track("G_A", network(models.generator, in_channels=a, out_channels=b))
+        self.G_B = self.track("G_B", network(models.generator, in_channels=b, out_channels=a))
+        self.D_A = self.track("D_A", network(models.discriminator, input_channels=b, target_channels=b))
+        self.D_B = self.track("D_B", network(models.discriminator, input_channels=a, target_channels=a))
+        if any(getattr(d, "conditional", False) for d in (self.D_A, self.D_B)):
+            raise ConfigError(f"models.discriminator: '{models.discriminator.name}' judges image pairs; CycleGAN's "
+                              "discriminators judge one image: choose an unconditional one (conditional: false)")
+
+        # What train_step calls: the tracked modules, or compiled wrappers sharing their parameters, inside
+        # DistributedDataParallel in a distributed run. G's update judges with the bare D_A and D_B.
+        precision = cfg.precision
+
+        def compiled(module: torch.nn.Module) -> Any:
+            return compile_for_training(module, precision.compile, precision.compile_backend)
+
+        self._g_a, self._g_b = self.parallel(compiled(self.G_A)), self.parallel(compiled(self.G_B))
+        self._d_a_judge, self._d_b_judge = compiled(self.D_A), compiled(self.D_B)
+        self._d_a, self._d_b = self.parallel(self._d_a_judge), self.parallel(self._d_b_judge)
+
+        optim = cfg.optim
+        generators = itertools.chain(self.G_A.parameters(), self.G_B.parameters())
+        discriminators = itertools.chain(self.D_A.parameters(), self.D_B.parameters())
+        self.opt_G = self.track("opt_G", make_adam(generators, optim.lr_g, optim, self.device))
+        self.opt_D = self.track("opt_D", make_adam(discriminators, optim.lr_d, optim, self.device))
+        epochs = cfg.loop.epochs  # for schedules that follow the run's length (the default one does)
+        schedule_g = build_schedule(optim.lr_schedule.model_dump(), self.registry, epochs=epochs)
+        schedule_d = (build_schedule(optim.lr_schedule_d.model_dump(), self.registry, epochs=epochs)
+                      if optim.lr_schedule_d is not None else schedule_g)
+        warn_if_decay_never_starts(schedule_g, epochs, "optim.lr_schedule", self.is_main)
+        self.sched_G = self.track("sched_G", lr_scheduler(self.opt_G, schedule_g))
+        self.sched_D = self.track("sched_D", lr_scheduler(self.opt_D, schedule_d))
+        self.lr_units = (schedule_g.unit, schedule_d.unit)
+
+        self.precision = Precision(precision.amp, self.device)
+        self.scaler_G = self.track("scaler_G", self.precision.scaler())
+        self.scaler_D = self.track("scaler_D", self.precision.scaler())
+        objective = self.registry.get("loss", loss.gan_mode).load()(**loss.gan_options)
+        if not isinstance(objective, GANObjective):
+            raise ConfigError(f"loss.gan_mode: '{loss.gan_mode}' did not build a GANObjective "
+                              f"(got {type(objective).__name__})")
+        self.objective = objective
+
+        # The pools share one random stream, as the reference's share Python's random module.
+        self.pool_random = self.track("pool_random", PoolRandom(cfg.run.seed))
+        self.fake_A_pool = self.track("fake_A_pool", ImagePool(cfg.pool.size, self.pool_random, self.device))
+        self.fake_B_pool = self.track("fake_B_pool", ImagePool(cfg.pool.size, self.pool_random, self.device))
+        self._examples: dict[str, torch.Tensor] | None = None
+
+        # G's update trains G_A and G_B together (D_A, D_B frozen); D's trains D_A and D_B together.
+        self.kit.accumulate = optim.gradient_accumulation
+        self.update_g = self.kit.update([self._g_a, self._g_b], self.opt_G, scaler=self.scaler_G, clip=optim.grad_clip,
+                                        scheduler=self.sched_G if self.lr_units[0] == "step" else None)
+        self.update_d = self.kit.update([self._d_a, self._d_b], self.opt_D, scaler=self.scaler_D, clip=optim.grad_clip,
+                                        scheduler=self.sched_D if self.lr_units[1] == "step" else None)
+
+    def _optional_split(self, split: str) -> Any:
+        """The val/test dataset, or None (with one warning) when the dataset has neither of its domain folders."""
+        data = self.config.data
+        if data.name == "unpaired":
+            folder = (data.options.get(split) or {}).get("folder", split)
+            root = Path(data.options["root"])
+            if not any((root / f"{folder}{domain}").is_dir() for domain in "AB"):
+                print(f"warning: {root}: no {folder}A/ or {folder}B/ folder; "
+                      + ("validation is skipped" if split == "val" else "using train images"), file=sys.stderr)
+                return None
+        return self.build("dataset", data, split=split, seed=self.config.run.seed)
+
+    def _train_view(self) -> Any:
+        """Train images without augmentation (the val preprocessing applied to the train folders)."""
+        data = self.config.data
+        if data.name != "unpaired":
+            return self.train_set
+        options = {**data.options, "val": {**(data.options.get("val") or {}), "folder": "train"}}
+        return self.registry.get("dataset", "unpaired").load()(split="val", seed=self.config.run.seed, **options)
+
+    def train_dataloader(self) -> DataLoader:
+        from nectargan_pix2pix.data.loader import build_dataloader
+
+        from .dataset import UnpairedDataset
+
+        if isinstance(self.train_set, UnpairedDataset):
+            return build_dataloader(self.train_set, device=self.device)  # type: ignore[arg-type]
+        batch_size = int(getattr(self.train_set, "batch_size", 1))
+        sampler = ResumableSampler(len(self.train_set), seed=self.config.run.seed)
+        return DataLoader(self.train_set, batch_size=batch_size, sampler=sampler)
+
+    # -- the step ------------------------------------------------------------
+    def _to_device(self, images: torch.Tensor) -> torch.Tensor:
+        return images.to(self.device, non_blocking=True).contiguous(memory_format=self.memory_format)
+
+    def discriminator_loss(self, train: Any, judge: torch.nn.Module, real: torch.Tensor,
+                           fake: torch.Tensor) -> torch.Tensor:
+        """``0.5 * (GAN(D(real), real) + GAN(D(fake), fake))`` (plus the objective's gradient penalty, if any)."""
+        real_part, fake_part = self.objective.discriminator_terms(train(real), train(fake))
+        loss = 0.5 * (real_part + fake_part)
+        if self.objective.needs_gradient_penalty:
+            loss = loss + self.objective.gradient_penalty(judge, real, fake)
+        return loss
+
+    def _pool_state(self) -> tuple[list[torch.Tensor], list[torch.Tensor], Any]:
+        """What a step may change in the pools (their image lists and random state), for ``loop.nonfinite: skip``.
+
+        A query replaces list entries and never writes into a stored image, so shallow copies suffice.
+        """
+        return list(self.fake_A_pool.images), list(self.fake_B_pool.images), self.pool_random.getstate()
+
+    def _restore_pools(self, state: tuple[list[torch.Tensor], list[torch.Tensor], Any]) -> None:
+        self.fake_A_pool.images, self.fake_B_pool.images = list(state[0]), list(state[1])
+        self.pool_random.setstate(state[2])
+
+    @hookimpl
+    def train_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, Any]:
+        cfg, autocast, gan = self.config.loss, self.precision.autocast, self.objective
+        real_a, real_b = self._to_device(batch["A"]), self._to_device(batch["B"])
+        with self.kit.step(batch_idx) as step:
+            pools = self._pool_state() if step.skip else None
+            with autocast():
+                fake_b = self._g_a(real_a)
+                rec_a = self._g_b(fake_b)
+                fake_a = self._g_b(real_b)
+                rec_b = self._g_a(fake_a)
+
+            with self.update_g:  # G_A and G_B; D_A and D_B are frozen and judge as bare modules
+                with autocast():
+                    if cfg.lambda_identity > 0:
+                        loss_idt_a = F.l1_loss(self._g_a(real_b), real_b) * cfg.lambda_B * cfg.lambda_identity
+                        loss_idt_b = F.l1_loss(self._g_b(real_a), real_a) * cfg.lambda_A * cfg.lambda_identity
+                    else:
+                        loss_idt_a = loss_idt_b = torch.zeros((), device=self.device)
+                    loss_g_a = gan.generator_loss(self._d_a_judge(fake_b))
+                    loss_g_b = gan.generator_loss(self._d_b_judge(fake_a))
+                    loss_cycle_a = F.l1_loss(rec_a, real_a) * cfg.lambda_A
+                    loss_cycle_b = F.l1_loss(rec_b, real_b) * cfg.lambda_B
+                    loss_g = loss_g_a + loss_g_b + loss_cycle_a + loss_cycle_b + loss_idt_a + loss_idt_b
+                self.update_g.backward(loss_g)
+
+            with self.update_d:  # D_A on B against pooled fake_B, D_B on A against pooled fake_A
+                with autocast():
+                    loss_d_a = self.discriminator_loss(self._d_a, self._d_a_judge, real_b,
+                                                       self.fake_B_pool.query(fake_b, self.dist))
+                    loss_d_b = self.discriminator_loss(self._d_b, self._d_b_judge, real_a,
+                                                       self.fake_A_pool.query(fake_a, self.dist))
+                    loss_d = loss_d_a + loss_d_b
+                self.update_d.backward(loss_d)
+        if pools is not None and step.flags and bool(self.dist.any_on_device(torch.stack(step.flags).any())):
+            self._restore_pools(pools)  # the kit left the updates out; the pools forget the batch's fakes too
+        losses = {"G/G_A": loss_g_a, "G/G_B": loss_g_b, "G/cycle_A": loss_cycle_a, "G/cycle_B": loss_cycle_b,
+                  "G/idt_A": loss_idt_a, "G/idt_B": loss_idt_b, "G/total": loss_g,
+                  "D/D_A": loss_d_a, "D/D_B": loss_d_b, "D/total": loss_d}
+        return {key: value.detach() for key, value in losses.items()}
+
+    # -- epochs, validation, examples ---------------------------------------
+    @hookimpl
+    def on_load_checkpoint(self) -> None:
+        """After a resume, the LR the (possibly re-fitted) schedule gives now, not the one saved with the old."""
+        refresh_lr(self.sched_G)
+        refresh_lr(self.sched_D)
+
+    @hookimpl
+    def on_epoch_end(self, epoch: int) -> None:
+        if self.lr_units[0] == "epoch":
+            self.sched_G.step()
+        if self.lr_units[1] == "epoch":
+            self.sched_D.step()
+        every = self.config.examples.every_epochs
+        if every and (epoch + 1) % every == 0 and self.is_main:
+            self.write_examples(self.run_dir.examples / f"epoch{epoch + 1:04d}.png")
+
+    @contextlib.contextmanager
+    def _evaluating(self, eval_mode: bool) -> Iterator[None]:
+        """Both generators in eval mode (or train mode with their statistics restored), without gradients."""
+        with evaluation_mode(self.G_A, eval_mode), evaluation_mode(self.G_B, eval_mode):
+            yield
+
+    def example_batch(self) -> dict[str, torch.Tensor] | None:
+        """The same first N A and B images of the examples split, every time (so progress is visible)."""
+        if self._examples is None:
+            cfg = self.config.examples
+            dataset = self.val_set if cfg.split == "val" else None
+            if cfg.split == "test":
+                dataset = self._optional_split("test")
+            if dataset is None or not len(dataset):
+                dataset = self._train_view()
+            items = [dataset[i] for i in range(min(cfg.count, len(dataset)))]
+            if not items:
+                return None
+            self._examples = {key: torch.stack([item[key] for item in items]) for key in ("A", "B")}
+        return self._examples
+
+    def translate(self, real_a: torch.Tensor, real_b: torch.Tensor) -> dict[str, torch.Tensor]:
+        """fake_B, rec_A, fake_A and rec_B of a batch (call under :meth:`_evaluating`)."""
+        with self.precision.autocast():
+            fake_b = self.G_A(real_a)
+            fake_a = self.G_B(real_b)
+            return {"fake_B": fake_b, "rec_A": self.G_B(fake_b), "fake_A": fake_a, "rec_B": self.G_A(fake_a)}
+
+    def write_examples(self, path: Any) -> Any:
+        """One grid, both directions: rows real_A | fake_B | rec_A, then rows real_B | fake_A | rec_B."""
+        batch = self.example_batch()
+        if batch is None:
+            return None
+        real_a, real_b = batch["A"], batch["B"]
+        with self._evaluating(self.config.validation.eval_mode):
+            out = self.translate(self._to_device(real_a), self._to_device(real_b))
+        return save_grid(path, torch.cat([real_a, real_b]), torch.cat([out["fake_B"].cpu(), out["fake_A"].cpu()]),
+                         torch.cat([out["rec_A"].cpu(), out["rec_B"].cpu()]))
+
+    def _domain_loader(self, domain: str, max_batches: int | None) -> DataLoader:
+        """This rank's share of the val split's ``domain`` images, in order."""
+        images = self.val_set.domain(domain)
+        total = len(images) if max_batches is None else min(len(images), max_batches * images.batch_size)
+        options = self.val_set.options
+        return DataLoader(images, batch_size=images.batch_size, sampler=list(range(self.dist.rank, total,
+                                                                                   self.dist.world_size)),
+                          num_workers=options.num_workers, pin_memory=self.device.type == "cuda")
+
+    @hookimpl
+    def validate(self, epoch: int) -> dict[str, float] | None:
+        if self.val_set is None or not len(self.val_set) or not hasattr(self.val_set, "domain"):
+            return None
+        cfg = self.config.validation
+        there_and_back = {"A": (self.G_A, self.G_B), "B": (self.G_B, self.G_A)}
+        metrics: dict[str, float] = {}
+        with self._evaluating(cfg.eval_mode):
+            for domain, (forth, back) in there_and_back.items():
+                accumulator = MetricAccumulator(cfg.metrics)
+                for batch in self._domain_loader(domain, cfg.max_batches):
+                    real = self._to_device(batch["image"])
+                    with self.precision.autocast():
+                        reconstructed = back(forth(real))
+                    accumulator.update(reconstructed, real)
+                accumulator.reduce(self.dist, self.device)  # the whole split's sums, in every process
+                metrics.update({f"cycle_{domain}_{name}": value for name, value in accumulator.compute().items()})
+        for name in cfg.metrics:
+            values = [metrics[f"cycle_{domain}_{name}"] for domain in "AB" if f"cycle_{domain}_{name}" in metrics]
+            if values:
+                metrics[f"cycle_{name}"] = sum(values) / len(values)
+        return metrics
