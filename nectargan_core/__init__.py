@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # what _LAZY loads on first access, spelled out for type chec
     from .accumulation import AccumulationGroup
     from .checkpoint import load_checkpoint
     from .config import Section, choice_of, load_config, name_of, parts_of
+    from .generators import GeneratorSpec
     from .kit import TrainerKit
     from .metrics import read_metrics
     from .plugins import get_plugins
