@@ -9,8 +9,8 @@ partial write, even if the process dies or the disk fills mid-write.
   place, :func:`commit_files` moves built files and the record describing them.
 
 Every temp name is ``.NAME.tmp-PID``: a writer killed midway (SIGKILL, power
-loss) leaves one, which the next writer of NAME (or a resume) deletes once PID
-is no longer alive. A failed write names its target in the OSError
+loss) leaves one, which the next process that writes into that folder (or a
+resume) deletes once PID is no longer alive. A failed write names its target in the OSError
 (``filename``), so the CLI can report it in one line (:func:`describe_os_error`).
 """
 
@@ -68,10 +68,24 @@ def remove_stale_temps(folder: Path, name: Optional[str] = None) -> list[Path]:
                 shutil.rmtree(entry)
             else:
                 entry.unlink()
-        except FileNotFoundError:  # another resume removed it first
+        except OSError:  # another resume removed it first, or the folder is read-only: leave it
             continue
         removed.append(entry)
     return removed
+
+
+#: ``(pid, folder)`` pairs already swept by :func:`sweep_stale_temps` in this process.
+_SWEPT: set[tuple[int, str]] = set()
+
+
+def sweep_stale_temps(folder: Path) -> list[Path]:
+    """:func:`remove_stale_temps` of ``folder``, once per process: the first write into a folder clears what a
+    killed earlier run left there (``data split --copy``, ``test``, ``predict`` and every other writer)."""
+    key = (os.getpid(), os.path.abspath(folder))
+    if key in _SWEPT:
+        return []
+    _SWEPT.add(key)
+    return remove_stale_temps(folder)
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -130,7 +144,11 @@ def _name_target(exc: BaseException, target: Path, *temps: Path) -> None:
 
 
 def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
-    """Call ``write(handle)`` on a temp file next to ``path``, fsync, then rename it over ``path``."""
+    """Call ``write(handle)`` on a temp file next to ``path``, fsync, then rename it over ``path``.
+
+    The first write into a folder in this process deletes the temps dead writers left there (:func:`sweep_stale_temps`).
+    """
+    sweep_stale_temps(path.parent)
     tmp = temp_path(path)
     try:
         with open(tmp, "wb") as handle:
@@ -139,7 +157,8 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException as exc:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # on a read-only file system even unlinking a missing file fails (EROFS)
+            tmp.unlink()
         _name_target(exc, path, tmp)
         raise
     _fsync_dir(path.parent)
@@ -158,6 +177,7 @@ def staging(target: Path) -> Iterator[Path]:
     error or a signal, nothing after :func:`commit_folder` moved it into place.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale_temps(target.parent)
     remove_stale_temps(target.parent, target.name)
     stage = temp_path(target)
     if stage.exists():  # this PID's leftover from an earlier process that had the same id

@@ -17,7 +17,7 @@ config asks for an option that needs a capability.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .errors import ConfigError
 
@@ -59,12 +59,14 @@ def requirements_of(config: Any) -> list[Requirement]:
     return [r for r in REQUIREMENTS if value_at(config, r.key) == r.value]
 
 
-def check_capabilities(config: Any, registry: "Registry | None", source: str = "config") -> None:
+def check_capabilities(config: Any, registry: "Registry | None", source: str = "config",
+                       origins: "Mapping[str, str] | None" = None) -> None:
     """Refuse ``config`` when its trainer does not declare a capability one of its values needs.
 
-    Raises :class:`ConfigError` with one line naming the key, the value and
-    the trainer. Does nothing (and imports nothing) when no value needs a
-    capability or no trainer is chosen.
+    Raises :class:`ConfigError` with one line naming where the value came
+    from (``origins[key]``, e.g. ``--set loop.nonfinite=skip``, else
+    ``source``), the key, the value and the trainer. Does nothing (and
+    imports nothing) when no value needs a capability or no trainer is chosen.
     """
     needed = requirements_of(config)
     trainer = getattr(config, "trainer", None)
@@ -74,8 +76,9 @@ def check_capabilities(config: Any, registry: "Registry | None", source: str = "
     declared = getattr(component.load(), "capabilities", frozenset())
     for requirement in needed:
         if requirement.capability not in declared:
+            where = (origins or {}).get(requirement.key, source)
             raise ConfigError(
-                f"{source}: {requirement.key}: trainer '{trainer}' ({component.provided_by}) does not support "
+                f"{where}: {requirement.key}: trainer '{trainer}' ({component.provided_by}) does not support "
                 f"'{requirement.value}' (it does not declare the capability '{requirement.capability}': that it can "
                 f"{requirement.needs}); set {requirement.key}: {requirement.instead}, or, as the trainer's author, "
                 "build its step on nectargan_core.TrainerKit (see docs/plugins/trainer-api.md)")

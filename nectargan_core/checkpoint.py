@@ -131,6 +131,32 @@ def state_problem(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}"
 
 
+class EntryProblem(Exception):
+    """An entry of a checkpoint that is there but cannot be restored (a crafted ``rng.numpy: "x"``): its path and why."""
+
+    def __init__(self, entry: str, cause: BaseException) -> None:
+        super().__init__(entry)
+        self.entry, self.cause = entry, cause
+
+
+#: What restoring a wrong or missing entry raises (out of memory excepted).
+RESTORE_ERRORS = (KeyError, IndexError, TypeError, ValueError, AttributeError, RuntimeError)
+
+
+@contextlib.contextmanager
+def entry(name: str) -> Iterator[None]:
+    """Name the entry being restored: an error inside becomes an :class:`EntryProblem` at ``name`` (nested:
+    ``rng.numpy``), which :func:`restoring` turns into one line naming the file and the entry."""
+    try:
+        yield
+    except EntryProblem as inner:
+        raise EntryProblem(f"{name}.{inner.entry}", inner.cause) from None
+    except RESTORE_ERRORS as exc:
+        if "out of memory" in str(exc).lower():
+            raise
+        raise EntryProblem(name, exc) from None
+
+
 @contextlib.contextmanager
 def restoring(what: str | None = None) -> Iterator[None]:
     """Turn an error raised while restoring state from a checkpoint into one line naming ``what`` and the problem.
@@ -143,7 +169,11 @@ def restoring(what: str | None = None) -> Iterator[None]:
         yield
     except CheckpointError:
         raise
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError, RuntimeError) as exc:
+    except EntryProblem as problem:
+        where = f"{what}: " if what else ""
+        raise CheckpointError(f"{where}cannot restore entry '{problem.entry}': {state_problem(problem.cause)}; "
+                              "the checkpoint is damaged or was written by another trainer or config") from None
+    except RESTORE_ERRORS as exc:
         if "out of memory" in str(exc).lower():
             raise
         where = f"{what}: " if what else ""

@@ -12,7 +12,9 @@ model it registered. Any mistake is reported with its key path, e.g.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
+import math
 import re
 import types
 import typing
@@ -40,7 +42,7 @@ from .limits import MAX_CONFIG_BYTES, MAX_INT, MIN_INT, Seed, Threads, check_dat
 from .provenance import KEY as PROVENANCE_KEY
 from .provenance import PartRecord, validate_recorded
 from .registry import Registry
-from .strict_yaml import dump_yaml_text, load_yaml
+from .strict_yaml import StrictDumper, dump_yaml_text, load_yaml
 from .text import printable
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".toml", ".json")
@@ -63,6 +65,10 @@ class Section(BaseModel):
     @classmethod
     def _no_silent_coercion(cls, data: Any) -> Any:
         if isinstance(data, Mapping):
+            read = {key: read_override(cls.model_fields[key].annotation, value) for key, value in data.items()
+                    if isinstance(value, OverrideText) and isinstance(key, str) and key in cls.model_fields}
+            if read:
+                data = {**data, **read}
             for key, value in data.items():
                 field = cls.model_fields.get(key) if isinstance(key, str) else None
                 if field is not None:
@@ -106,7 +112,8 @@ class LoopSection(Section):
     """How long to train and how often to log and validate."""
 
     epochs: int = Field(10, description="Number of epochs to train", gt=0)
-    max_steps: Optional[int] = Field(None, description="Stop after this many optimisation steps", gt=0)
+    max_steps: Optional[int] = Field(
+        None, description="Stop after this many steps (batches; under accumulation at the end of the group)", gt=0)
     log_every_steps: int = Field(50, description="Write a metrics record every N steps", gt=0)
     val_every_epochs: Optional[int] = Field(1, description="Validate every N epochs (null: never)", gt=0)
     val_every_steps: Optional[int] = Field(None, description="Also validate every N steps", gt=0)
@@ -128,12 +135,18 @@ class CheckpointSection(Section):
     best_mode: str = Field("min", description="min or max: which way best_metric improves", pattern="^(min|max)$")
 
 
+#: The longest distributed.timeout_s: a week (a rank silent for longer is not coming back).
+MAX_TIMEOUT_S = 7 * 24 * 3600
+
+
 class DistributedSection(Section):
     """Data-parallel training under torchrun (ignored by a single process)."""
 
     backend: str = Field("auto", pattern="^(auto|gloo|nccl)$",
                          description="Process-group backend: auto (nccl on CUDA, gloo on CPU), gloo, nccl")
-    timeout_s: float = Field(600.0, gt=0, description="Seconds a rank waits for the others before the run fails")
+    timeout_s: float = Field(600.0, ge=1, le=MAX_TIMEOUT_S, allow_inf_nan=False,
+                             description="Seconds any wait for another process may last before the run fails "
+                                         "(every collective, rank 0 validating or checkpointing alone): 1 to 604800")
     sync_batchnorm: bool = Field(False, description="Convert batch norm layers to SyncBatchNorm (CUDA only)")
     find_unused_parameters: bool = Field(
         False, description="DDP find_unused_parameters (only for models with parameters a step does not use)")
@@ -207,7 +220,64 @@ def refuse_coercion(field: Any, value: Any) -> Any:
     if where is not None:
         raise ValueError(f"{where}a boolean where a number is expected (got {json.dumps(_first_bool(value))}); "
                          "write the number")
+    problem = _wrong_scalar(annotation, value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
+
+
+def _scalar_kinds(annotation: Any) -> tuple[Optional[set[type]], set[str]]:
+    """The Python types of the scalar values ``annotation`` means (None when it means more than scalars:
+    Any, models, paths, collections..., which pydantic's own checks decide), and its literal texts."""
+    kinds: set[type] = set()
+    texts: set[str] = set()
+    for arm in _arms(annotation):
+        if typing.get_origin(arm) is Literal:
+            for choice in typing.get_args(arm):
+                texts.add(choice) if isinstance(choice, str) else kinds.add(type(choice))
+        elif arm is float:
+            kinds.update((float, int))  # an integer is an exact float
+        elif arm in (bool, int, str, type(None)):
+            kinds.add(arm)
+        else:
+            return None, texts
+    return kinds, texts
+
+
+def _wrong_scalar(annotation: Any, value: Any) -> Optional[str]:
+    """Why ``value`` is not a value of ``annotation`` although pydantic would convert it, or None.
+
+    pydantic's lax mode reads ``"off"``, ``"yes"``, ``1`` and ``"1"`` as booleans
+    and ``"2"`` and ``2.0`` as the integer 2. A YAML 1.2 file means what it says:
+    ``off`` is text, ``2.0`` is a float. Lists and tuples are checked item by item.
+    """
+    if isinstance(value, (list, tuple)):
+        for arm in _arms(annotation):
+            origin, args = typing.get_origin(arm), typing.get_args(arm)
+            if origin in (list, set, frozenset) and args:
+                types_ = [args[0]] * len(value)
+            elif origin is tuple and args:
+                types_ = [args[0]] * len(value) if (len(args) == 2 and args[1] is Ellipsis) else list(args)
+            else:
+                continue
+            for index, (item_type, item) in enumerate(zip(types_, value)):
+                problem = _wrong_scalar(item_type, item)
+                if problem is not None:
+                    return f"item {index + 1}: {problem}"
+        return None
+    if not isinstance(value, (bool, int, float, str)):
+        return None
+    kinds, texts = _scalar_kinds(annotation)
+    if kinds is None or type(value) in kinds or not kinds - {type(None)} or (isinstance(value, str) and value in texts):
+        return None
+    shown = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else str(value)
+    if kinds <= {bool, type(None)}:
+        return f"must be true or false (got {shown}); YAML booleans are only true and false, unquoted"
+    if int in kinds and float not in kinds and isinstance(value, (float, str)):
+        return f"must be an integer (got {shown}); write a whole number without quotes or decimal point"
+    if float in kinds and isinstance(value, str):
+        return f"must be a number (got {shown}); write it without quotes"
+    return None
 
 
 #: pydantic error type of the checks above; ``describe_errors`` puts ctx["key"] into the error's key path.
@@ -460,6 +530,7 @@ def build_config_model(registry: Registry | None, trainer: str | None) -> type[C
     if registry is not None:
         for component in registry.all("config_section"):
             _add_section(fields, owners, component.name, component.load(), component.provided_by)
+            registry.note(component)  # every run's config holds the section: its owner goes into the provenance
         if trainer is not None:
             component = registry.get("trainer", trainer, key="trainer")
             options = component.options
@@ -508,19 +579,22 @@ def _add_section(fields: dict[str, Any], owners: dict[str, str], name: str, spec
 
 
 def validate_config(
-    data: Mapping[str, Any], registry: Registry | None, *, source: str = "config"
+    data: Mapping[str, Any], registry: Registry | None, *, source: str = "config",
+    origins: Mapping[str, str] | None = None,
 ) -> CoreConfig:
     """Validate raw config data; raise :class:`ConfigError` naming every bad key.
 
     The result records who provided each part it names (``provenance``); a
     ``provenance`` block in ``data`` is checked against what is installed now
-    (see :mod:`nectargan_core.provenance`).
+    (see :mod:`nectargan_core.provenance`). ``origins`` names where some keys'
+    values came from instead of ``source`` (``--set key=value``).
     """
-    return validate_recorded(data, registry, source, _validate_sections)
+    return validate_recorded(data, registry, source, functools.partial(_validate_sections, origins=origins))
 
 
 def _validate_sections(
-    data: Mapping[str, Any], registry: Registry | None, *, source: str = "config"
+    data: Mapping[str, Any], registry: Registry | None, *, source: str = "config",
+    origins: Mapping[str, str] | None = None,
 ) -> CoreConfig:
     """Validate raw config data; raise :class:`ConfigError` naming every bad key."""
     if not isinstance(data, Mapping):
@@ -543,7 +617,7 @@ def _validate_sections(
         config = model.model_validate({**absent, **data}, context={"registry": registry})
     except ValidationError as exc:
         raise ConfigError("\n".join(f"{source}: {line}" for line in describe_errors(exc, model))) from None
-    check_capabilities(config, registry, source)  # e.g. loop.nonfinite: skip needs a trainer that can skip
+    check_capabilities(config, registry, source, origins)  # e.g. loop.nonfinite: skip needs a trainer that can skip
     return config
 
 
@@ -708,7 +782,32 @@ def parse_override_value(raw: str) -> Any:
         except yaml.YAMLError as exc:
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             raise ConfigError(f"--set value {raw!r} is not valid YAML: {problem}") from None
-    return raw
+    return OverrideText(raw)
+
+
+class OverrideText(str):
+    """A bare ``--set`` value: text for a text key, else read as a YAML 1.2 scalar once the key's type is known.
+
+    So ``--set run.name=007`` stays the text ``007`` while ``--set loop.epochs=5`` is
+    the integer 5, and ``--set run.deterministic=off`` is the text ``off`` (refused,
+    as in a file) rather than pydantic's lax False.
+    """
+
+
+# A bare --set value kept as given (a key of free-form options) is written out as the text it is.
+StrictDumper.add_representer(OverrideText, StrictDumper.represent_str)
+
+
+def read_override(annotation: Any, text: str) -> Any:
+    """The value of a bare ``--set`` text for a key of type ``annotation`` (see :class:`OverrideText`)."""
+    kinds, _ = _scalar_kinds(annotation)
+    if kinds is None or str in kinds:
+        return str(text)
+    try:
+        value = load_yaml(text)
+    except yaml.YAMLError:
+        return str(text)
+    return value if isinstance(value, (bool, int, float)) else str(text)
 
 
 def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
@@ -758,8 +857,10 @@ def load_config(
     problem = check_data(data)
     if problem is not None:  # before the overrides copy it: nothing deep or huge is walked twice
         raise ConfigError(f"{label}: {problem}")
+    overrides = list(overrides)
     data = apply_overrides(data, overrides)
-    return validate_config(data, registry, source=label)
+    origins = {o.partition("=")[0].strip(): f"--set {o.strip()}" for o in overrides}  # the last one wins
+    return validate_config(data, registry, source=label, origins=origins)
 
 
 def dump_yaml(data: Mapping[str, Any]) -> str:

@@ -83,21 +83,32 @@ def rng_state() -> dict[str, Any]:
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
-    py = state["python"]
-    random.setstate((py["version"], tuple(py["state"]), py["gauss"]))
-    torch.set_rng_state(state["torch"])
+    """Restore what :func:`rng_state` saved; a wrong entry is reported by its name (``rng.numpy``), see ``entry``."""
+    from .checkpoint import entry
+
+    if not isinstance(state, dict):
+        raise TypeError(f"not a mapping of generator states but {type(state).__name__}")
+    with entry("python"):
+        py = state["python"]
+        if py["gauss"] is not None and not isinstance(py["gauss"], float):  # random.setstate takes anything here
+            raise TypeError(f"gauss: not a number or null but {type(py['gauss']).__name__}")
+        random.setstate((py["version"], tuple(py["state"]), py["gauss"]))
+    with entry("torch"):
+        torch.set_rng_state(state["torch"])
     if "numpy" in state:
         import numpy as np
 
-        np_state = state["numpy"]
-        np.random.set_state(
-            (
-                np_state["name"],
-                np_state["keys"].numpy().astype("uint32"),
-                np_state["pos"],
-                np_state["has_gauss"],
-                np_state["cached"],
+        with entry("numpy"):
+            np_state = state["numpy"]
+            np.random.set_state(
+                (
+                    np_state["name"],
+                    np_state["keys"].numpy().astype("uint32"),
+                    np_state["pos"],
+                    np_state["has_gauss"],
+                    np_state["cached"],
+                )
             )
-        )
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+        with entry("cuda"):
+            torch.cuda.set_rng_state_all(state["cuda"])

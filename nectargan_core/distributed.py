@@ -14,15 +14,30 @@ through one :class:`Distributed` object (``trainer.dist``):
 * ``is_main``: rank 0 alone writes the run directory, metrics log,
   checkpoints and example images, and runs visualizers.
 
+Liveness: every wait for another process is bounded by
+``distributed.timeout_s`` (the data plane and the control group alike). Each
+rank publishes a heartbeat in the rendezvous store (:class:`Liveness`), so when
+a wait times out the rank can say which process stopped answering. A rank
+also dies with its launcher (:func:`follow_launcher`): killing ``nectargan
+train --nproc`` (``kill -9``, the OOM killer) sends every rank SIGTERM, which
+stops it gracefully, instead of leaving it training as an orphan.
+
 A single process gets a ``Distributed`` with ``world_size == 1`` whose
 methods are no-ops, so trainers need no special cases.
 """
 
 from __future__ import annotations
 
+import ctypes
 import datetime
+import json
 import os
-from typing import Any, Callable, TypeVar
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import Any, Callable, Optional, TypeVar
 
 import torch
 
@@ -30,8 +45,9 @@ from .errors import ConfigError, NectarGANError
 
 T = TypeVar("T")
 
-#: How long the control group waits (rank 0 validating, writing a checkpoint) before giving up.
-CONTROL_TIMEOUT_S = 6 * 3600
+#: Environment variable through which ``nectargan train --nproc`` tells its workers its pid.
+LAUNCHER_PID_ENV = "NECTARGAN_LAUNCHER_PID"
+PR_SET_PDEATHSIG = 1
 
 
 class DistributedError(NectarGANError):
@@ -47,13 +63,18 @@ class Distributed:
     """This process's place in a data-parallel run (world size 1 when not distributed)."""
 
     def __init__(self, world_size: int = 1, rank: int = 0, local_rank: int = 0,
-                 backend: str | None = None, control: Any = None, timeout_s: float | None = None) -> None:
+                 backend: str | None = None, control: Any = None, timeout_s: float | None = None,
+                 liveness: "Liveness | None" = None) -> None:
         self.world_size = world_size
         self.rank = rank
         self.local_rank = local_rank
         self.backend = backend
         self.control = control
         self.timeout_s = timeout_s
+        #: The heartbeats of every rank (None when alone or when the store cannot be reached).
+        self.liveness = liveness
+        #: Set once a collective failed: after that, nothing waits for the other processes any more.
+        self.lost = False
 
     # -- joining ---------------------------------------------------------
     @classmethod
@@ -66,6 +87,8 @@ class Distributed:
         if not launched_by_torchrun():
             return cls()
         import torch.distributed as dist
+
+        follow_launcher()
 
         world = int(os.environ["WORLD_SIZE"])
         rank = int(os.environ.get("RANK", "0"))
@@ -94,11 +117,11 @@ class Distributed:
             attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
             dist.init_process_group(backend=backend, store=dist.PrefixStore(f"nectargan/attempt{attempt}", store),
                                     rank=rank, world_size=world, timeout=timeout)
-        # The control group waits longer: the other ranks wait in it while rank 0 validates
-        # (a rank that dies is noticed by torchrun's agent at once; a hung data plane by timeout_s).
-        wait = datetime.timedelta(seconds=max(section.timeout_s, CONTROL_TIMEOUT_S))
-        control = dist.new_group(backend="gloo", timeout=wait)
-        return cls(world, rank, local_rank, backend, control, section.timeout_s)
+        # The control group has the same bound: no wait for another process may outlast timeout_s.
+        control = dist.new_group(backend="gloo", timeout=timeout)
+        attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+        liveness = Liveness.start(rank, world, f"nectargan/attempt{attempt}/alive", section.timeout_s)
+        return cls(world, rank, local_rank, backend, control, section.timeout_s, liveness)
 
     @property
     def enabled(self) -> bool:
@@ -115,6 +138,24 @@ class Distributed:
         if self.enabled and device.type == "cuda":
             return torch.device("cuda", self.local_rank)
         return device
+
+    def note_step(self, step: int) -> None:
+        """Publish how far this rank got (its heartbeat carries it), for the message when a rank hangs."""
+        if self.liveness is not None:
+            self.liveness.step = step
+
+    def stopped_answering(self, error: BaseException) -> str:
+        """The one line for a collective that failed: which rank stopped answering, when that can be told.
+
+        Also marks this process as cut off (:attr:`lost`), so that what it still
+        does before exiting (an emergency checkpoint) waits for no one.
+        """
+        self.lost = True
+        verdict = self.liveness.diagnose() if self.liveness is not None else None
+        if verdict:
+            return f"rank {self.rank}: {verdict} (waited distributed.timeout_s={self.timeout_s:g} s)"
+        return (f"rank {self.rank}: lost contact with the other processes of this run ({first_line(error)}); "
+                "another rank probably failed: see its error above")
 
     def close(self) -> None:
         """Leave the process group after a run that ended normally.
@@ -133,6 +174,8 @@ class Distributed:
                 except DistributedError:
                     pass
                 dist.destroy_process_group()
+            if self.liveness is not None:
+                self.liveness.stop()
             self.world_size = 1
 
     # -- the data plane --------------------------------------------------
@@ -197,16 +240,19 @@ class Distributed:
 
     # -- the control plane (gloo, CPU) -----------------------------------
     def _control(self, call: Callable[[], T]) -> T:
+        if self.lost:
+            raise DistributedError(f"rank {self.rank}: the other processes of this run are unreachable")
         try:
             return call()
         except RuntimeError as exc:
-            raise DistributedError(
-                f"rank {self.rank}: lost contact with the other processes of this run ({first_line(exc)}); "
-                "another rank probably failed: see its error above") from exc
+            raise DistributedError(self.stopped_answering(exc)) from exc
 
     def any_true(self, flag: bool) -> bool:
-        """Whether ``flag`` is true on any rank (all ranks must call this at the same point)."""
-        if not self.enabled:
+        """Whether ``flag`` is true on any rank (all ranks must call this at the same point).
+
+        Once contact is lost (:attr:`lost`), this process's own ``flag``.
+        """
+        if not self.enabled or self.lost:
             return flag
         import torch.distributed as dist
 
@@ -246,3 +292,176 @@ def first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
 
+
+
+class Liveness:
+    """Every rank's heartbeat in the rendezvous store, to name the rank that stopped answering.
+
+    A daemon thread of each rank writes ``{beat, step, pid, host}`` under its
+    rank every ``interval`` seconds (a tenth of ``timeout_s``, between 0.2 and
+    5 s), on a connection of its own. A process that is stopped (SIGSTOP, a
+    frozen machine) or dead stops beating; one whose main thread hangs keeps
+    beating at the same step. :meth:`diagnose` reads every rank's heartbeat
+    twice, ``2.5 * interval`` apart, and says which of them did not move.
+    """
+
+    def __init__(self, store: Any, rank: int, world: int, prefix: str, interval: float) -> None:
+        self.store = store
+        self.rank = rank
+        self.world = world
+        self.prefix = prefix
+        self.interval = interval
+        self.step = 0
+        self.host = socket.gethostname()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="nectargan-heartbeat", daemon=True)
+
+    @classmethod
+    def start(cls, rank: int, world: int, prefix: str, timeout_s: float) -> "Liveness | None":
+        """Connect to the store torchrun's rendezvous uses (MASTER_ADDR:MASTER_PORT) and start beating."""
+        import torch.distributed as dist
+
+        interval = min(5.0, max(0.2, timeout_s / 10))
+        try:
+            store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
+                                  timeout=datetime.timedelta(seconds=max(2.0, 2 * interval)),
+                                  wait_for_workers=False)
+        except (KeyError, ValueError, RuntimeError):
+            return None  # no store to beat in: a hang is still bounded, just not named
+        liveness = cls(store, rank, world, prefix, interval)
+        liveness._publish(0)
+        liveness._thread.start()
+        return liveness
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _key(self, rank: int) -> str:
+        return f"{self.prefix}/{rank}"
+
+    def _publish(self, beat: int) -> None:
+        record = {"beat": beat, "step": self.step, "pid": os.getpid(), "host": self.host}
+        self.store.set(self._key(self.rank), json.dumps(record))
+
+    def _beat(self) -> None:
+        beat = 0
+        while not self._stop.wait(self.interval):
+            beat += 1
+            try:
+                self._publish(beat)
+            except Exception:  # noqa: BLE001 - the store went away (launcher gone): nothing to tell anyone
+                if self._stop.wait(self.interval):
+                    return
+
+    def _read(self) -> dict[int, Optional[dict[str, Any]]]:
+        records: dict[int, Optional[dict[str, Any]]] = {}
+        for rank in range(self.world):
+            try:
+                records[rank] = json.loads(self.store.get(self._key(rank))) if self.store.check(
+                    [self._key(rank)]) else None
+            except Exception:  # noqa: BLE001 - store unreachable or a torn value
+                records[rank] = None
+        return records
+
+    def diagnose(self) -> str | None:
+        """Which ranks stopped answering (no heartbeat) or are stuck (beating, at an older step); None if unknown.
+
+        The first rank to find out records its verdict in the store, and every
+        other rank reports that same verdict (a process that was stopped and
+        woken up again cannot tell that it was the one that hung).
+        """
+        recorded = self._verdict()
+        if recorded:
+            return recorded
+        try:
+            first = self._read()
+            time.sleep(2.5 * self.interval)
+            second = self._read()
+        except Exception:  # noqa: BLE001
+            return None
+        others = [r for r in range(self.world) if r != self.rank]
+        if all(first[r] is None and second[r] is None for r in range(self.world)):
+            return None  # the store itself is unreachable
+        recorded = self._verdict()  # another rank may have decided meanwhile
+        if recorded:
+            return recorded
+        silent = [r for r in others if second[r] is None or (first[r] or {}).get("beat") == second[r].get("beat")]
+        verdict = None
+        if silent:
+            verdict = "; ".join(_describe_silent(rank, second[rank] or first[rank] or {}, self.host)
+                                for rank in silent)
+        else:
+            own = self.step
+            behind = [(r, second[r].get("step")) for r in others if second[r] and second[r].get("step") != own]
+            if behind:
+                ranks = ", ".join(f"rank {r} (pid {second[r].get('pid')}) is at step {step}" for r, step in behind)
+                verdict = f"every process is alive, but rank {self.rank} is at step {own} and {ranks}"
+        if verdict is None:
+            return None
+        try:  # the first verdict stays: compare_set only writes a key that does not exist yet
+            stored = self.store.compare_set(self._verdict_key, "", f"{verdict} (found by rank {self.rank})")
+            return stored.decode() if isinstance(stored, bytes) else str(stored)
+        except Exception:  # noqa: BLE001
+            return verdict
+
+    @property
+    def _verdict_key(self) -> str:
+        return f"{self.prefix}/verdict"
+
+    def _verdict(self) -> str | None:
+        try:
+            if self.store.check([self._verdict_key]):
+                return self.store.get(self._verdict_key).decode()
+        except Exception:  # noqa: BLE001
+            pass
+        return None
+
+
+def _describe_silent(rank: int, record: dict[str, Any], host: str) -> str:
+    """Why rank ``rank`` gives no sign of life; a stopped process on this machine is also made to end.
+
+    A stopped process (SIGSTOP, ``kill -STOP``, Ctrl-Z) cannot act on the
+    launcher's SIGTERM and would only end at its SIGKILL, after the agent's
+    grace period; like systemd, it is sent SIGTERM and then SIGCONT, so it
+    wakes up, stops, and (as rank 0) records the failure.
+    """
+    pid, where = record.get("pid"), record.get("host", "?")
+    name = f"rank {rank} (pid {pid} on {where})" if pid else f"rank {rank}"
+    last = f"last seen at step {record.get('step', '?')}"
+    if where != host or not isinstance(pid, int):
+        return f"{name} stopped answering: no sign of life since the wait began ({last})"
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return f"{name} has exited ({last})"
+    if state == "Z":
+        return f"{name} has exited ({last})"
+    if state not in ("T", "t"):
+        return f"{name} stopped answering: no sign of life since the wait began ({last})"
+    try:
+        os.kill(pid, signal.SIGTERM)
+        os.kill(pid, signal.SIGCONT)
+    except OSError:
+        pass
+    return (f"{name} stopped answering: its process is stopped (SIGSTOP; {last}); "
+            "sent it SIGTERM and SIGCONT so that it ends")
+
+
+def follow_launcher() -> None:
+    """End this worker with its launcher: on Linux, ask for SIGTERM when the parent process dies.
+
+    The SIGTERM stops the rank gracefully (checkpoint, status ``interrupted``).
+    Without it, a killed ``--nproc`` launcher (``kill -9``, the OOM killer)
+    left its ranks training on as orphans.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - every Linux libc has prctl
+        return
+    launcher = os.environ.get(LAUNCHER_PID_ENV)
+    if launcher and launcher.isdigit() and os.getppid() != int(launcher):
+        raise DistributedError(f"the launcher (pid {launcher}) ended before this process started; not training")

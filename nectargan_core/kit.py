@@ -179,6 +179,39 @@ class TrainerKit:
             other._others = None
         return update
 
+    # -- what the engine asks -------------------------------------------------
+    @property
+    def mid_group(self) -> bool:
+        """Whether gradients of an unfinished accumulation group are waiting for their optimizer step.
+
+        Gradients are not part of a checkpoint, so the engine writes one (and
+        stops) only when this is false: at the end of a group.
+        """
+        return any(update.pending for update in self.updates)
+
+    def take_skips(self) -> list[tuple[str, torch.Tensor]]:
+        """The device counts of updates left out for non-finite gradients since the last call, by update.
+
+        Under ``loop.nonfinite: skip`` only (else empty). The counts stay on
+        the device; the engine reads them with the losses at its logging
+        interval, so counting costs no host read.
+        """
+        counts = [(u.name, u.skipped) for u in self.updates if u.skipped is not None]
+        for update in self.updates:
+            update.skipped = None
+        return counts
+
+    def finish_group(self) -> None:
+        """Step the updates whose gradients wait for a group that the epoch ended (the engine calls this).
+
+        Only a train loader without a length can end an epoch inside a group
+        (its groups all have ``accumulate`` batches): the short group's
+        gradients, each batch weighted ``1/accumulate``, step at the epoch's end.
+        """
+        for update in self.updates:
+            if update.pending:
+                update.step()
+
     # -- the step -------------------------------------------------------------
     def step(self, batch_idx: int) -> Step:
         """The context of training batch ``batch_idx`` (the hook's argument): see :class:`Step`."""
@@ -229,3 +262,8 @@ class TrainerKit:
                             seen.add(id(module))
                             self._ddp.append(module)
         return self._ddp
+
+
+def kits_of(trainer: Any) -> list[TrainerKit]:
+    """The kits a trainer object uses (those of its ``kit = TrainerKit()`` declarations already read)."""
+    return [value for value in vars(trainer).values() if isinstance(value, TrainerKit)]

@@ -2,9 +2,12 @@
 
 This is ``torchrun --standalone --nproc-per-node N -m nectargan_core train ...``
 run in-process (torch.distributed's elastic agent, c10d rendezvous on a free
-local port), with two differences: a failed worker is reported in one line
-that names its rank and exit status, and Ctrl-C / SIGTERM give the workers
-time to finish their step and write a checkpoint.
+local port), with three differences: a failed worker is reported in one line
+that names its rank and exit status (and its own error line, which names the
+rank that stopped answering when that is why it failed); Ctrl-C / SIGTERM
+give the workers time to finish their step and write a checkpoint; and the
+workers know the launcher's pid, so that they end with it
+(:func:`nectargan_core.distributed.follow_launcher`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,28 @@ from .errors import NectarGANError
 
 #: Seconds the agent waits for workers to stop after a signal before killing them.
 SHUTDOWN_TIMEOUT_S = 120
+#: The key under which a worker leaves its one-line error in torchrun's error file for the launcher.
+ERROR_KEY = "nectargan_error"
+
+
+def record_for_launcher(line: str) -> None:
+    """In a worker started by torchrun's agent: leave this process's one-line error in its error file.
+
+    The agent reads the file when the worker fails, and ``launch`` shows the
+    line with the rank's exit status (a rank that timed out names the rank it
+    waited for).
+    """
+    import json
+    import time
+
+    path = os.environ.get("TORCHELASTIC_ERROR_FILE")
+    if not path or int(os.environ.get("WORLD_SIZE", "1") or 1) <= 1:
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump({"message": line, "timestamp": int(time.time()), ERROR_KEY: line}, handle)
+    except OSError:
+        pass
 
 
 class LaunchError(NectarGANError):
@@ -47,8 +72,11 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
+    from .distributed import LAUNCHER_PID_ENV
+
     if "OMP_NUM_THREADS" not in os.environ:  # as torchrun: share the cores between the processes
         os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // nproc))
+    os.environ[LAUNCHER_PID_ENV] = str(os.getpid())
     logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
     options = dict(
         min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=str(uuid.uuid4()),
@@ -63,8 +91,10 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
     except ChildFailedError as exc:
         rank, failure = min(exc.failures.items(), key=lambda item: item[1].timestamp)
         more = len(exc.failures) - 1
+        own = failure.error_file_data.get(ERROR_KEY) if isinstance(failure.error_file_data, dict) else None
+        why = own.removeprefix(f"rank {rank}: ") if isinstance(own, str) and own else describe_exit(failure.exitcode)
         raise LaunchError(
-            f"rank {rank} (pid {failure.pid}) failed: {describe_exit(failure.exitcode)}"
+            f"rank {rank} (pid {failure.pid}) failed: {why}"
             + (f" ({more} more rank(s) stopped after it)" if more else "")
             + "; the other processes were stopped (see the rank's error above); checkpoints already written "
             f"are kept: continue with nectargan train --resume RUN_DIR --nproc {nproc}") from None

@@ -15,6 +15,7 @@ The limits and their reasons are listed in docs/config.md ("Limits").
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Annotated, Any, Callable, Iterator, Optional, Union
 
@@ -209,6 +210,49 @@ class BoundedInt(click.ParamType):
         return f"BoundedInt({self.low}, {self.high!r})"
 
 
+class BoundedFloat(click.ParamType):
+    """A finite number option within a range; ``nan``, ``inf`` and out-of-range values are refused in one line.
+
+    ``click.FloatRange`` lets ``nan`` through (every comparison with it is false)
+    and ``inf`` where no upper bound is set: a ``--deadline nan`` switched the
+    deadline off. Every float option of every command uses this type instead.
+    """
+
+    name = "number"
+
+    def __init__(self, low: float, high: float, why: str, *, low_open: bool = False, high_open: bool = False) -> None:
+        self.low, self.high, self.why, self.low_open, self.high_open = low, high, why, low_open, high_open
+
+    def allowed(self) -> str:
+        """The range in words: ``a number > 0 and <= 604800``."""
+        return (f"a number {'>' if self.low_open else '>='} {self.low:g} "
+                f"and {'<' if self.high_open else '<='} {self.high:g}")
+
+    def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> float:
+        text = str(value).strip()
+        shown = text if len(text) <= 30 else f"{text[:12]}... ({len(text)} characters)"
+        if isinstance(value, bool):
+            self.fail(f"{value!r} is not a number; use {self.allowed()}", param, ctx)
+        try:
+            number = float(value if isinstance(value, (int, float)) else text)
+        except (ValueError, OverflowError):
+            self.fail(f"{shown!r} is not a number; use {self.allowed()}", param, ctx)
+            raise  # unreachable: fail() raises
+        if not math.isfinite(number):
+            self.fail(f"{shown} is not a finite number; use {self.allowed()}", param, ctx)
+        too_low = number <= self.low if self.low_open else number < self.low
+        too_high = number >= self.high if self.high_open else number > self.high
+        if too_low or too_high:
+            self.fail(f"{shown} is out of range; use {self.allowed()}" + (f": {self.why}" if too_high else ""), param, ctx)
+        return number
+
+    def __repr__(self) -> str:
+        return f"BoundedFloat({self.low}, {self.high})"
+
+
+#: ``--val``/``--test``-like options: a share of the pairs.
+FRACTION_OPTION = BoundedFloat(0.0, 1.0, "a fraction of the pairs", high_open=True)
+
 #: ``--size``-like options: an image side in pixels.
 IMAGE_SIDE_OPTION = BoundedInt(1, MAX_IMAGE_SIDE, IMAGE_WHY)
 #: ``--nproc``-like options: processes on this machine.
@@ -219,3 +263,7 @@ BATCH_OPTION = BoundedInt(1, MAX_BATCH, BATCH_WHY)
 SEED_OPTION = BoundedInt(0, MAX_SEED, SEED_WHY)
 #: ``--smooth``: a moving-average window in logging intervals.
 SMOOTH_OPTION = BoundedInt(1, 10_000, "a longer window flattens any curve, and each point averages its whole window")
+#: ``train --max-restarts``: restarts of a failed distributed run.
+RESTARTS_OPTION = BoundedInt(0, 1000, "a run that failed a thousand times will not succeed by restarting")
+#: ``report --max-examples``: example images on one page.
+EXAMPLES_OPTION = BoundedInt(0, 10_000, "a page with more images than that does not load in a browser")

@@ -26,20 +26,23 @@ A config or checkpoint without provenance (written before it existed) is not che
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer
 
 from .errors import ConfigError
-from .registry import Component, Recording, Registry, normalize
+from .registry import Component, Recording, Registry, Use, normalize
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import CoreConfig
 
 KEY = "provenance"
+#: The kind of the parts that are config sections (recorded because every run's config.yaml holds them).
+SECTION = "config_section"
 #: The order of kinds in a provenance block: what a run is made of, then what watches it.
 ORDER = ("trainer", "model", "dataset", "loss_spec", "loss", "schedule", "visualizer", "callback", "config_section")
 
@@ -54,12 +57,23 @@ class PartRecord(BaseModel):
     plugin: str
     distribution: Optional[str] = None
     version: Optional[str] = None
+    #: Config sections only: a digest of the section's default values, so that a run can go on without
+    #: the section's plugin when the section holds nothing but those defaults.
+    defaults: Optional[str] = None
+
+    @model_serializer(mode="wrap")
+    def _without_empty_defaults(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("defaults") is None:
+            data.pop("defaults", None)  # only config sections have one
+        return data
 
     @classmethod
     def of(cls, component: Component) -> "PartRecord":
         return cls(kind=component.kind, name=component.name, plugin=component.provider,
                    distribution=normalize(component.distribution) if component.distribution else None,
-                   version=component.version)
+                   version=component.version,
+                   defaults=section_defaults_digest(component) if component.kind == SECTION else None)
 
     @property
     def owner(self) -> str:
@@ -79,6 +93,20 @@ class PartRecord(BaseModel):
             return f"plugin '{self.plugin}' came from no installed distribution"
         pinned = f"{self.distribution}=={self.version}" if self.version else self.distribution
         return f"pip install '{pinned}'"
+
+
+def digest(values: Any) -> str:
+    """A short digest of JSON-ready ``values`` (key order does not matter)."""
+    text = json.dumps(values, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def section_defaults_digest(component: Component) -> Optional[str]:
+    """The digest of a config section's default values; None if the section has no defaults."""
+    try:
+        return digest(component.load()().model_dump(mode="json"))
+    except Exception:  # a section model that needs values, or cannot load: nothing to compare with later
+        return None
 
 
 def records_of(recording: Recording) -> list[PartRecord]:
@@ -202,13 +230,70 @@ def validate_recorded(
     weights = checkpoint_records(init_from) if isinstance(init_from, str) and init_from else None
     pins = {**pins_of(weights or []), **pins_of(recorded)}
     hints = {**hints_of(weights or [], f"checkpoint {init_from}"), **hints_of(recorded, "this config")}
-    with registry.recording(pins, hints) as recording:
-        config = validate(data, registry, source=source)
+    sources = [("this config", recorded), (f"checkpoint {init_from}", weights or [])]
+    section_refusals = orphan_sections(data, recorded, registry, source)
+    with registry.recording(pins, hints, substitute_refusal(sources)) as recording:
+        try:
+            config = validate(data, registry, source=source)
+        except ConfigError as exc:
+            if section_refusals:
+                raise ConfigError("\n".join([*section_refusals, str(exc)])) from None
+            raise
+    if section_refusals:
+        raise ConfigError("\n".join(section_refusals))
     config.provenance = records_of(recording)
     report(*compare(recorded, recording, "this config"), source)
     if weights:
         report(*compare(weights, recording, f"checkpoint {init_from}"), source)
     return config
+
+
+def substitute_refusal(sources: list[tuple[str, list[PartRecord]]]) -> Callable[[Use], Optional[str]]:
+    """For :meth:`Registry.recording`: the refusal of a bare name that now resolves to another distribution.
+
+    Raised where the name is looked up, so the key path is named and the
+    substitute's options are never checked against the recorded ones.
+    """
+    def refuse(use: Use) -> Optional[str]:
+        if use.qualified:
+            return None  # the config names this provider on purpose
+        now = PartRecord.of(use.component)
+        for what, records in sources:
+            earlier = [r for r in records if (r.kind, r.name) == (now.kind, now.name)]
+            if earlier and not any(r.owner == now.owner for r in earlier):
+                old = earlier[0]
+                other = ("" if now.kind == SECTION else
+                         f", or write '{now.owner}:{now.name}' to use the other one on purpose")
+                label = "config section" if now.kind == SECTION else now.kind
+                return (f"{label} '{now.name}': {what} used {old.source}, but now {now.source} provides it; "
+                        f"{old.install} to get it back{other}")
+        return None
+
+    return refuse
+
+
+def orphan_sections(data: dict[str, Any], recorded: list[PartRecord], registry: Registry,
+                    source: str) -> list[str]:
+    """Handle the sections of ``data`` whose recorded plugin provides no config section any more.
+
+    A section that holds exactly its plugin's defaults (the plugin was installed
+    but the run did not configure it) is removed from ``data`` with a warning,
+    so the run goes on. Any other is removed too, and a refusal line naming the
+    distribution and version to install is returned for it.
+    """
+    refusals = []
+    for record in recorded:
+        if record.kind != SECTION or record.name not in data or registry.has(SECTION, record.name):
+            continue
+        values = data.pop(record.name)
+        if record.defaults is not None and digest(values) == record.defaults:
+            print(f"warning: {source}: {record.name}: the config section of {record.source} is left out: that "
+                  f"plugin is not loaded now and the section holds only its defaults ({record.install} to keep it)",
+                  file=sys.stderr, flush=True)
+            continue
+        refusals.append(f"{source}: {record.name}: this config section comes from {record.source}, which is not "
+                        f"loaded now, and holds settings other than its defaults; {record.install} to use it")
+    return refusals
 
 
 def pins_for(config: "CoreConfig") -> dict[tuple[str, str], str]:

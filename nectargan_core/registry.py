@@ -134,12 +134,22 @@ class Recording:
     """The parts resolved inside :meth:`Registry.recording`, and the pins it resolves by."""
 
     def __init__(self, pins: Mapping[tuple[str, str], str] | None = None,
-                 hints: Mapping[tuple[str, str], str] | None = None) -> None:
+                 hints: Mapping[tuple[str, str], str] | None = None,
+                 refuse: Callable[[Use], str | None] | None = None) -> None:
         #: (kind, name) -> normalized distribution (or plugin) that an ambiguous bare name means.
         self.pins = dict(pins or {})
         #: (kind, name) -> what to install when the name is not provided any more.
         self.hints = dict(hints or {})
+        #: Says why a resolved part must not be used (a substitute for a recorded one), or None.
+        self.refuse = refuse
         self.uses: list[Use] = []
+
+    def note(self, use: Use) -> None:
+        """Record ``use``, unless ``refuse`` objects to it: then a one-line PluginError saying why."""
+        reason = self.refuse(use) if self.refuse is not None else None
+        if reason:
+            raise PluginError(reason)
+        self.uses.append(use)
 
 
 def check_name(kind: str, name: Any) -> str:
@@ -201,29 +211,53 @@ class Registry:
         """Groups of parts that share a kind and a bare name (each group has two or more)."""
         return [parts for kind in KINDS for _, parts in sorted(self._parts[kind].items()) if len(parts) > 1]
 
-    def get(self, kind: str, name: str, *, key: str | None = None) -> Component:
+    def get(self, kind: str, name: str, *, key: str | None = None,
+            among: Callable[[Component], bool] | None = None, label: str | None = None) -> Component:
         """The part called ``name`` (bare or ``distribution:name``), or a one-line error.
 
         Unknown names list what exists (with a "did you mean"); a bare name that
         several plugins provide raises :class:`NameConflictError` naming them
-        all and the qualified names to write instead.
+        all and the qualified names to write instead. ``among`` narrows the
+        parts considered (e.g. losses that are GAN objectives) and ``label``
+        names them in messages (``GAN objective`` instead of ``loss``).
         """
         if not isinstance(name, str):
-            raise PluginError(f"{key + ': ' if key else ''}{kind} name must be a string (got {name!r})")
+            raise PluginError(f"{key + ': ' if key else ''}{label or kind} name must be a string (got {name!r})")
         candidates, qualified = self._candidates(kind, name)
+        if among is not None:
+            candidates = [c for c in candidates if among(c)]
         bare = name.rpartition(QUALIFIER)[2]
         if len(candidates) > 1 and not qualified:
             pinned = self._pinned(kind, bare, candidates)
             if pinned is not None:
                 candidates = [pinned]
+        where = f"{key}: " if key else ""
         if len(candidates) == 1:
             if self._recording is not None:
-                self._recording.uses.append(Use(kind, candidates[0], qualified))
+                try:
+                    self._recording.note(Use(kind, candidates[0], qualified))
+                except PluginError as exc:
+                    raise PluginError(where + str(exc)) from None
             return candidates[0]
-        where = f"{key}: " if key else ""
         if candidates:
-            raise NameConflictError(where + ambiguous_message(kind, name, candidates))
-        raise PluginError(where + self._unknown_message(kind, name, qualified))
+            raise NameConflictError(where + ambiguous_message(label or kind, name, candidates))
+        raise PluginError(where + self._unknown_message(kind, name, qualified, among, label))
+
+    def listing(self, kind: str, among: Callable[[Component], bool] | None = None) -> list[str]:
+        """The names of ``kind`` to show as "available": bare, or qualified where several plugins provide one."""
+        shown: list[str] = []
+        for name, parts in sorted(self._parts[kind].items()):
+            parts = [c for c in parts if among is None or among(c)]
+            if len(parts) == 1:
+                shown.append(name)
+            elif parts:
+                shown.extend(sorted(qualified_names(parts)))
+        return shown
+
+    def note(self, component: Component) -> None:
+        """Record that a run uses ``component`` although no name was looked up (e.g. a config section)."""
+        if self._recording is not None:
+            self._recording.note(Use(component.kind, component, False))
 
     def provided_by(self, provider: str) -> list[Component]:
         """The parts registered by the plugin ``provider``."""
@@ -249,7 +283,8 @@ class Registry:
         chosen = [c for c in candidates if normalize(c.distribution or c.provider) == owner]
         return chosen[0] if len(chosen) == 1 else None
 
-    def _unknown_message(self, kind: str, name: str, qualified: bool) -> str:
+    def _unknown_message(self, kind: str, name: str, qualified: bool,
+                         among: Callable[[Component], bool] | None = None, label: str | None = None) -> str:
         owner, _, bare = name.rpartition(QUALIFIER)
         failed = self._failed.get((kind, bare))
         if failed is not None and (not qualified or normalize(owner) in {
@@ -257,11 +292,12 @@ class Registry:
             component, reason = failed
             return (f"{kind} '{bare}' comes from {component.source}, which failed to load: {reason}; "
                     "fix or reinstall it (see 'nectargan plugins list')")
-        if qualified and self._parts[kind].get(bare):
-            providers = " or ".join(f"'{c.qualified}'" for c in self._parts[kind][bare])
-            return f"no plugin '{owner}' provides a {kind} '{bare}'; it is provided as {providers}"
+        provided = [c for c in self._parts[kind].get(bare, []) if among is None or among(c)]
+        if qualified and provided:
+            providers = " or ".join(f"'{c.qualified}'" for c in provided)
+            return f"no plugin '{owner}' provides a {label or kind} '{bare}'; it is provided as {providers}"
         hint = self._recording.hints.get((kind, bare)) if self._recording is not None else None
-        message = unknown_name_message(kind, name, self.names(kind))
+        message = unknown_name_message(label or kind, name, self.listing(kind, among))
         if hint:
             message = message.replace("; available:", f"; {hint}; available:", 1)
         return message
@@ -269,14 +305,17 @@ class Registry:
     # -- recording and pinning -------------------------------------------
     @contextmanager
     def recording(self, pins: Mapping[tuple[str, str], str] | None = None,
-                  hints: Mapping[tuple[str, str], str] | None = None) -> Iterator[Recording]:
+                  hints: Mapping[tuple[str, str], str] | None = None,
+                  refuse: Callable[[Use], str | None] | None = None) -> Iterator[Recording]:
         """Note every part a lookup resolves to, resolving ambiguous bare names by ``pins``.
 
         ``pins`` maps (kind, name) to the normalized distribution (or plugin)
         the name meant when it was recorded; ``hints`` add what to install to
-        "unknown name" errors. Not reentrant: an inner recording replaces the outer one.
+        "unknown name" errors; ``refuse`` may turn a lookup into an error where
+        it resolves (a substitute for a recorded part), so the substitute's
+        options are never checked. Not reentrant: an inner recording replaces the outer one.
         """
-        previous, self._recording = self._recording, Recording(pins, hints)
+        previous, self._recording = self._recording, Recording(pins, hints, refuse)
         try:
             yield self._recording
         finally:

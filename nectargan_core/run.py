@@ -39,6 +39,7 @@ from .metrics import read_metrics
 from .plugins import PluginHost, env_flag, get_plugins, make_tracer
 from .provenance import pins_for
 from .rundir import RunDir, latest_run
+from .runlock import RunLock, describe_holder
 from .trainer import Trainer
 
 
@@ -54,8 +55,11 @@ class Run:
         host: PluginHost | None = None,
         checkpoint: Mapping[str, Any] | None = None,
         dist: Distributed | None = None,
+        lock: RunLock | None = None,
     ) -> None:
         self.host = host or get_plugins()
+        #: This process's exclusive hold on the run directory (rank 0; None in the other ranks).
+        self.lock = lock
         #: This process's place in a distributed run (torchrun); world size 1 otherwise.
         self.dist = dist or Distributed()
         self.config = config
@@ -148,14 +152,20 @@ class Run:
             return cls.resume(restarted.path, plugins=plugins, host=host)
         check_before_run_dir(resolved, host)
         dist = Distributed.from_environment(resolved.distributed, resolved.run.device)
-        path = None
+        path, lock = None, None
         if dist.is_main:  # one run directory for all processes
             run_dir = RunDir.create(resolved.run.output_dir, resolved.run.name)
+            lock = RunLock.acquire(run_dir.path)
             atomic_write_text(run_dir.config_file, dump_yaml(resolved.to_dict()))
             record_launch(run_dir, dist)
             path = str(run_dir.path)
         run_dir = RunDir(Path(dist.broadcast(path)))
-        return cls(resolved, run_dir, plugins=plugins, host=host, dist=dist)
+        try:
+            return cls(resolved, run_dir, plugins=plugins, host=host, dist=dist, lock=lock)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
 
     @classmethod
     def resume(
@@ -177,6 +187,29 @@ class Run:
         """
         host = host or get_plugins()
         run_dir = latest_run(output_dir, name) if str(target) == "latest" else RunDir.open(target)
+        # Rank 0 (known from torchrun's environment before the process group exists) takes the run first:
+        # a second writer is refused before anything is read or changed.
+        lock = RunLock.acquire(run_dir.path, record=False) if os.environ.get("RANK", "0") == "0" else None
+        try:
+            run = cls._resume(run_dir, lock, checkpoint, overrides, plugins, host)
+            # The state loaded: only now does anything in the run directory change.
+            if run.dist.is_main:
+                run.run_dir.remove_stale_temps()  # temp files of a write killed midway (SIGKILL in a checkpoint write)
+                if overrides:
+                    atomic_write_text(run.run_dir.config_file, dump_yaml(run.config.to_dict()))
+                record_launch(run.run_dir, run.dist)
+                if lock is not None:
+                    lock.record()
+        except BaseException:
+            if lock is not None:
+                lock.release(undo=True)
+            raise
+        return run
+
+    @classmethod
+    def _resume(cls, run_dir: RunDir, lock: RunLock | None, checkpoint: str | Path | None,
+                overrides: Iterable[str], plugins: Iterable[Any], host: PluginHost) -> "Run":
+        """Build the resumed run in memory: config, processes, networks, the checkpoint's state; no writes."""
         data = load_file(run_dir.config_file)
         resolved = load_config(data, overrides, host.registry)
         check_run_parts(resolved, host.registry.pinned(pins_for(resolved)))
@@ -185,25 +218,24 @@ class Run:
         run_dir = RunDir(Path(dist.broadcast(str(run_dir.path))))
         chosen, loaded = None, None
         if dist.is_main:
-            run_dir.remove_stale_temps()  # temp files of a write killed midway (e.g. SIGKILL in a checkpoint write)
-            if overrides:
-                atomic_write_text(run_dir.config_file, dump_yaml(resolved.to_dict()))
-            record_launch(run_dir, dist)
+            if lock is not None and lock.previous and run_dir.read_status().get("status") == "running":
+                print(f"note: {describe_holder(lock.previous)}, which was training this run, is gone without "
+                      "saying so (killed?); this process takes the run over", file=sys.stderr)
             if checkpoint is not None and restarted_after(checkpoint, run_dir):
                 checkpoint = None  # torchrun restarted the job: continue from what it saved since
             if checkpoint is not None:
                 chosen, loaded = checkpoint, load_checkpoint(checkpoint)
             else:
                 chosen, loaded = find_resume_checkpoint(run_dir)
+                note_newer_emergency(run_dir, chosen, loaded)
         chosen = dist.broadcast(str(chosen))
         if loaded is None:
             loaded = load_checkpoint(chosen)
         try:
-            return cls(resolved, run_dir, plugins=plugins, host=host, checkpoint=loaded, dist=dist)
-        except CheckpointError as exc:  # restoring failed (a missing entry): name the file
-            if str(exc).startswith(str(chosen)):
-                raise
-            raise CheckpointError(f"{chosen}: {exc}") from None
+            return cls(resolved, run_dir, plugins=plugins, host=host, checkpoint=loaded, dist=dist, lock=lock)
+        except CheckpointError as exc:  # restoring failed (a missing entry, networks that do not fit): name the file
+            named = str(exc) if str(exc).startswith(str(chosen)) else f"{chosen}: {exc}"
+            raise CheckpointError(f"{named}; nothing in {run_dir.path} was changed") from None
 
     # -- using -----------------------------------------------------------
     @property
@@ -213,12 +245,22 @@ class Run:
 
     def fit(self) -> "Run":
         """Train to the end (``loop.epochs``, ``loop.max_steps`` or a stop request); returns the run."""
-        self.trainer.fit()
-        return self
+        return self._train(self.trainer.fit)
 
     def fit_epoch(self) -> "Run":
         """Train one epoch, or what is left of the current one; returns the run."""
-        self.trainer.fit_epoch()
+        return self._train(self.trainer.fit_epoch)
+
+    def _train(self, body: Any) -> "Run":
+        """Run ``body``; let go of the run directory once training is over (finished, stopped or failed)."""
+        try:
+            body()
+        except BaseException:
+            if self.lock is not None:
+                self.lock.release()
+            raise
+        if self.lock is not None and self.trainer.finished:
+            self.lock.release()
         return self
 
     @property
@@ -235,7 +277,9 @@ class Run:
         return self.run_dir.read_status()
 
     def close(self) -> None:
-        """Leave the process group of a distributed run that ended normally (nothing to do for one process)."""
+        """Let go of the run directory; leave the process group of a distributed run that ended normally."""
+        if self.lock is not None:
+            self.lock.release()
         self.dist.close()
 
 
@@ -255,6 +299,12 @@ def find_resume_checkpoint(run_dir: RunDir) -> tuple[Path, dict[str, Any]]:
     """The newest periodic checkpoint of ``run_dir`` that loads, and its contents (bad ones are skipped)."""
     candidates = list(reversed(run_dir.periodic_checkpoints()))
     if not candidates:
+        emergency = run_dir.emergency_checkpoints()
+        if emergency:
+            raise CheckpointError(
+                f"{run_dir.path}: no periodic checkpoint to resume from, only the emergency checkpoint saved when "
+                f"the run failed; continue from it with: nectargan train --resume {run_dir.path} "
+                f"--checkpoint {emergency[-1]}")
         raise CheckpointError(f"{run_dir.path}: no checkpoint to resume from; start a new run instead")
     problems = []
     for path in candidates:
@@ -264,6 +314,24 @@ def find_resume_checkpoint(run_dir: RunDir) -> tuple[Path, dict[str, Any]]:
             problems.append(str(exc))
             print(f"warning: skipping bad checkpoint: {exc}", file=sys.stderr)
     raise CheckpointError(f"{run_dir.path}: no loadable checkpoint ({problems[-1]})")
+
+
+def note_newer_emergency(run_dir: RunDir, chosen: Path, loaded: Mapping[str, Any]) -> Path | None:
+    """Say so when an emergency checkpoint (saved when the run failed) is further on than ``chosen``.
+
+    ``--resume`` does not take it by itself: it may hold part of the update of
+    the step that failed, so the resumed run would not be the uninterrupted
+    run bit for bit. The line gives the command that continues from it.
+    """
+    step = int(loaded.get("global_step", 0))
+    newer = [p for p in run_dir.emergency_checkpoints() if RunDir.emergency_step(p) > step]
+    if not newer:
+        return None
+    path = newer[-1]
+    print(f"note: {path} (step {RunDir.emergency_step(path)}), saved when the run failed, is newer than the "
+          f"checkpoint resumed from (step {step}); to continue from it instead: nectargan train --resume "
+          f"{run_dir.path} --checkpoint {path}", file=sys.stderr)
+    return path
 
 
 LAUNCH_FILE = "launch.json"

@@ -5,6 +5,7 @@ Each run directory holds::
     config.yaml        the resolved config (architecture options travel with the run)
     status.json        running | finished | failed | interrupted, with epoch and step
     summary.json       what defines the run (trainer, networks, data, schedule), written at start
+    run.lock           held by the process training the run (one writer per run)
     metrics.jsonl      one JSON record per logging interval and per validation
     checkpoints/       epochNNNN-stepNNNNNNNN.pt (+ .json sidecars), best.pt
     examples/          images written by the trainer
@@ -29,6 +30,7 @@ from .text import printable
 
 VERSION_PATTERN = re.compile(r"^version_(\d+)$")
 CHECKPOINT_PATTERN = re.compile(r"^epoch(\d+)-step(\d+)\.pt$")
+EMERGENCY_PATTERN = re.compile(r"^emergency-step(\d+)\.pt$")
 STATUSES = ("running", "finished", "failed", "interrupted")
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg"}
 
@@ -159,6 +161,19 @@ class RunDir:
                     found.append(((int(match.group(2)), int(match.group(1))), entry))
         return [p for _, p in sorted(found)]
 
+    def emergency_checkpoints(self) -> list[Path]:
+        """Emergency checkpoints (``emergency-stepN.pt``, saved when a run failed), oldest step first."""
+        found = []
+        if self.checkpoints.is_dir():
+            found = [p for p in self.checkpoints.iterdir() if EMERGENCY_PATTERN.match(p.name)]
+        return sorted(found, key=RunDir.emergency_step)
+
+    @staticmethod
+    def emergency_step(path: Path) -> int:
+        """The step in an emergency checkpoint's name (``emergency-stepN.pt``), or -1 for any other file."""
+        match = EMERGENCY_PATTERN.match(path.name)
+        return int(match.group(1)) if match else -1
+
     def latest_example(self) -> tuple[Path, int] | None:
         """The most recently written image in ``examples/`` and its mtime in ns.
 
@@ -180,8 +195,10 @@ class RunDir:
     def remove_stale_temps(self) -> list[Path]:
         """Remove temp files of writes killed midway (writer PID not alive), with one line naming them.
 
-        Called on resume: nothing else ever deletes them (``checkpoints/.NAME.pt.tmp-PID`` after a
-        SIGKILL during a checkpoint write). A temp file whose writer is alive is left alone.
+        Called on resume before anything is written there (``checkpoints/.NAME.pt.tmp-PID`` after a
+        SIGKILL during a checkpoint write), so that they are named; a process's first write into a
+        folder would delete them silently (``atomic.sweep_stale_temps``). A temp file whose writer is
+        alive is left alone.
         """
         removed = [p for folder in (self.path, self.checkpoints, self.examples) for p in remove_stale_temps(folder)]
         if removed:

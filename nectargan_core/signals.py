@@ -1,44 +1,67 @@
-"""Graceful stop on SIGINT/SIGTERM.
+"""Graceful stop on SIGINT/SIGTERM, and DataLoader workers that leave stopping to the trainer.
 
 The first signal asks the trainer to finish its current step, write a
-checkpoint and stop; a second SIGINT stops at once (checkpoint writes are
-atomic, so nothing already saved is damaged).
+checkpoint and stop; a second SIGINT (Ctrl-C pressed twice) stops at once
+(checkpoint writes are atomic, so nothing already saved is damaged). A
+repeated SIGTERM changes nothing: service managers and launchers may deliver
+one more (systemd and Slurm signal every process of the job, and torchrun's
+agent forwards the one it got).
 
-A Ctrl-C in a terminal reaches the whole foreground process group, DataLoader
-workers included; they inherit the handler when forked, and ignore the signal
-(the main process stops them), so one Ctrl-C prints one message.
+Services stop a job by signalling all of its processes at once (``docker
+stop`` and Kubernetes signal the container, systemd and Slurm the control
+group, a terminal's Ctrl-C the foreground process group), so DataLoader
+worker processes get the signal too. Left alone, a worker dies of it (torch
+installs a SIGTERM handler in workers that exits) and the trainer fails with
+"DataLoader worker is killed by signal" instead of stopping cleanly; with
+inherited handlers, every worker would also print its own "SIGINT received".
+:func:`leave_stopping_to_main` makes a DataLoader's workers ignore both
+signals unless their own parent sends them: the main process alone decides,
+and shuts the workers down itself.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import sys
+import threading
 from contextlib import contextmanager
-from typing import Any, Iterator
+from multiprocessing.context import ForkContext, ForkProcess, SpawnContext, SpawnProcess
+from typing import Any, Callable, Iterator, Optional
 
 EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextmanager
 def graceful_stop(trainer: Any) -> Iterator[list[str]]:
-    """Within the block, SIGINT/SIGTERM call ``trainer.request_stop``; yields the signals seen."""
+    """Within the block, SIGINT/SIGTERM call ``trainer.request_stop``; yields the signals seen.
+
+    Only the first signal is announced, and only by the process that writes the
+    run (rank 0), so a stop prints one line however many processes got it.
+    """
     received: list[str] = []
     owner = os.getpid()
 
     def handler(signum: int, frame: Any) -> None:
-        if os.getpid() != owner:  # a forked worker: the process that trains handles the stop
+        if os.getpid() != owner:  # a process forked from this one that kept the handler: default behaviour
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
             return
         name = signal.Signals(signum).name
         if received:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            raise KeyboardInterrupt
+            if signum == signal.SIGINT:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                raise KeyboardInterrupt
+            return
         received.append(name)
         trainer.request_stop(name, interrupted=True)
-        print(f"{name} received: stopping after the current step and saving a checkpoint "
-              "(press Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
+        if getattr(trainer, "is_main", True):
+            print(f"{name} received: stopping after the current step and saving a checkpoint "
+                  "(press Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
 
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
     try:
         yield received
     finally:
@@ -46,3 +69,93 @@ def graceful_stop(trainer: Any) -> Iterator[list[str]]:
             # After a graceful stop everything is saved and the process is exiting: a late
             # second signal must not turn the clean exit (130/143) into a death by signal.
             signal.signal(sig, signal.SIG_IGN if received else old)
+
+
+# -- DataLoader workers ----------------------------------------------------------------
+class _QuietStart:
+    """A worker process that starts with SIGINT and SIGTERM blocked.
+
+    Blocking across the fork closes the window between the fork and the
+    worker's ``worker_init_fn`` (:class:`WorkerInit`): a signal sent to the
+    whole group in that window stays pending instead of killing the worker,
+    and every thread the worker starts inherits the block.
+    """
+
+    def start(self) -> None:
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            super().start()  # type: ignore[misc]
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+class QuietForkProcess(_QuietStart, ForkProcess):
+    pass
+
+
+class QuietSpawnProcess(_QuietStart, SpawnProcess):
+    pass
+
+
+class QuietForkContext(ForkContext):
+    Process = QuietForkProcess  # type: ignore[assignment]
+
+
+class QuietSpawnContext(SpawnContext):
+    Process = QuietSpawnProcess  # type: ignore[assignment]
+
+
+QUIET_CONTEXTS = {"fork": QuietForkContext, "spawn": QuietSpawnContext}
+
+
+class WorkerInit:
+    """A DataLoader ``worker_init_fn`` that leaves stopping to the main process, then calls the loader's own.
+
+    SIGINT is ignored. SIGTERM stays blocked in every thread of the worker, and
+    one thread takes each SIGTERM and obeys it only when the worker's parent
+    sent it: that is how the DataLoader ends a worker that does not exit on
+    request (and how multiprocessing ends persistent workers at exit), while a
+    SIGTERM for the whole job is left to the main process. A class (not a
+    closure) so that it pickles for ``spawn`` workers.
+    """
+
+    def __init__(self, inner: Optional[Callable[[int], Any]] = None) -> None:
+        self.inner = inner
+
+    def __call__(self, worker_id: int) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        if hasattr(signal, "sigwaitinfo"):  # Linux; elsewhere (macOS) SIGTERM keeps torch's handling
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+            threading.Thread(target=_sigterm_from_parent_only, name="nectargan-sigterm", daemon=True).start()
+        else:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        if self.inner is not None:
+            self.inner(worker_id)
+
+
+def _sigterm_from_parent_only() -> None:
+    """Exit quietly on a SIGTERM from the parent (as torch's worker handler does); ignore any other."""
+    while True:
+        info = signal.sigwaitinfo({signal.SIGTERM})
+        if info.si_pid == os.getppid():
+            os._exit(0)
+
+
+def leave_stopping_to_main(loader: Any) -> Any:
+    """Make ``loader``'s worker processes ignore SIGINT/SIGTERM (a torch DataLoader; anything else is
+    returned unchanged). Call it before the loader is first iterated; returns ``loader``.
+
+    The trainer applies it to the train loader itself; call it for other loaders with workers.
+    Workers started by a ``forkserver`` context keep that context (and only the worker_init part).
+    """
+    if getattr(loader, "num_workers", 0) <= 0 or not hasattr(loader, "worker_init_fn"):
+        return loader
+    if not isinstance(loader.worker_init_fn, WorkerInit):
+        loader.worker_init_fn = WorkerInit(loader.worker_init_fn)
+    context = loader.multiprocessing_context
+    if not isinstance(context, (QuietForkContext, QuietSpawnContext)):
+        method = context.get_start_method() if context is not None else multiprocessing.get_start_method()
+        if method in QUIET_CONTEXTS:
+            loader.multiprocessing_context = QUIET_CONTEXTS[method]()
+    return loader

@@ -47,6 +47,11 @@ def printable(text: object) -> str:
     return "".join(_escape(char) if is_unsafe(char) else char for char in text)
 
 
+def printable_lines(text: object) -> str:
+    """:func:`printable` line by line: a multi-line report keeps its lines, each escaped."""
+    return "\n".join(printable(line) for line in str(text).split("\n"))
+
+
 def _escape(char: str) -> str:
     code = ord(char)
     if char in "\t\n\r":

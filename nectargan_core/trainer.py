@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
 
 import torch
 
-from .checkpoint import load_checkpoint, restoring, save_checkpoint
+from .checkpoint import entry, load_checkpoint, restoring, save_checkpoint
 from .device import rng_state, seed_everything, set_rng_state
 from .distributed import Distributed, first_line
 from .errors import CheckpointError, NectarGANError, PluginError, TrainingError
+from .kit import kits_of
 from .metrics import MetricsLog
 from .rundir import RunDir
+from .signals import leave_stopping_to_main
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import ComponentChoice, CoreConfig
@@ -99,6 +101,7 @@ class Trainer:
         self._stop_request: tuple[str, bool] | None = None
         #: What :meth:`describe` said when training started (printed, and written to summary.json).
         self.summary: dict[str, str] = {}
+        self._checkpoint_due = False  # checkpoint.every_steps came due inside an accumulation group
 
     # -- for subclasses --------------------------------------------------
     @classmethod
@@ -168,13 +171,26 @@ class Trainer:
         return {name: obj.state_dict() for name, obj in self.stateful.items()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore every tracked object from ``state``; a missing one is a :class:`CheckpointError`."""
+        """Restore every tracked object from ``state``; a missing one or a network that does not fit is a
+        :class:`CheckpointError`, and then nothing is changed.
+
+        The networks are compared with the checkpoint first (tensor names and
+        shapes), so a config that builds other networks (a ``--set`` of
+        ``models.*`` on resume, say) is one line naming the networks and shapes
+        before any weight is touched.
+        """
         missing = [name for name in self.stateful if name not in state]
         if missing:
             raise CheckpointError(
                 f"checkpoint has no state for {', '.join(map(repr, missing))}; "
                 "it was written by a different trainer or config"
             )
+        problems = [problem for name, obj in self.stateful.items() if isinstance(obj, torch.nn.Module)
+                    for problem in [_network_mismatch(name, obj, state[name])] if problem]
+        if problems:
+            raise CheckpointError(f"the checkpoint's networks do not fit the ones this config builds: "
+                                  f"{'; '.join(problems)}; the run's config (with any --set) must build the "
+                                  "networks it was trained with")
         for name, obj in self.stateful.items():
             with restoring(f"'{name}'"):
                 obj.load_state_dict(state[name])
@@ -256,7 +272,8 @@ class Trainer:
         """Set up the trainer and its data (idempotent)."""
         if self.train_loader is None:
             self.setup()
-            self.train_loader = self.train_dataloader()
+            # Workers ignore SIGINT/SIGTERM: a stop signalled to every process of the job is the trainer's to handle.
+            self.train_loader = leave_stopping_to_main(self.train_dataloader())
             if self.dist.enabled:
                 self._shard(self.train_loader)
             if not self.hook.train_step.get_hookimpls():
@@ -321,7 +338,8 @@ class Trainer:
             interrupted = isinstance(exc, KeyboardInterrupt)
             user_error = self._user_error(exc)
             # A checkpoint write that failed (full disk, file size limit) would fail again: no emergency one.
-            emergency = (None if interrupted or isinstance(exc, (OSError, CheckpointError))
+            # Nor after loop.nonfinite=stop: the state is poisoned, and the error names the last good checkpoint.
+            emergency = (None if interrupted or isinstance(exc, (OSError, CheckpointError, NonFiniteStop))
                          else self._emergency_checkpoint())
             try:
                 self.write_status(
@@ -349,7 +367,7 @@ class Trainer:
             return None
         path = self.run_dir.checkpoints / f"emergency-step{self.global_step:08d}.pt"
         try:
-            self._check_finite()
+            self._check_finite(alone=True)  # the other processes may be anywhere: wait for none of them
             save_checkpoint(self.checkpoint_payload(gather=False), path)
         except Exception as err:  # noqa: BLE001 - the original error is what matters
             print(f"warning: no emergency checkpoint: {err}", file=sys.stderr)
@@ -377,9 +395,8 @@ class Trainer:
             fix = "raise the file size limit (ulimit -f)" if exc.errno == errno.EFBIG else "free space"
             return TrainingError(f"{where}cannot write: {exc.strerror}; {fix} or choose another run.output_dir")
         if self.dist.enabled and isinstance(exc, RuntimeError) and _is_comm_error(exc):
-            return TrainingError(
-                f"rank {self.dist.rank}: lost contact with the other processes at step {self.global_step + 1} "
-                f"({first_line(exc)}); another rank probably failed (see its error); {self._last_good()}")
+            return TrainingError(f"{self.dist.stopped_answering(exc)}; at step {self.global_step + 1}; "
+                                 f"{self._last_good()}")
         return None
 
     def _fit(self) -> None:
@@ -466,6 +483,7 @@ class Trainer:
                 raise PluginError(f"train_step of trainer '{self.name}' returned None; return a mapping of losses")
             self.global_step += 1
             self.batch_in_epoch += 1
+            self.dist.note_step(self.global_step)
             self._accumulate(outputs)
             self.hook.on_train_batch_end(trainer=self, outputs=outputs, batch=batch, batch_idx=batch_idx)
             if self.global_step % loop.log_every_steps == 0:
@@ -474,10 +492,15 @@ class Trainer:
                 self._validate()
             every = self.config.checkpoint.every_steps
             if every and self.global_step % every == 0:
+                self._checkpoint_due = True
+            # Gradients of an unfinished accumulation group are in no checkpoint: checkpoints and stops wait
+            # for the group's end (an epoch's last batch ends its group).
+            whole = not self._mid_group()
+            if whole and self._checkpoint_due:
                 self.save_checkpoint()
-            if self._agree_stop() or (
+            if whole and (self._agree_stop() or (
                 loop.max_steps is not None and self.global_step >= loop.max_steps
-            ):
+            )):
                 total = self.num_batches()
                 completed = total is not None and self.batch_in_epoch >= total
                 break
@@ -485,6 +508,8 @@ class Trainer:
             return
         if self.batch_in_epoch == 0:
             raise PluginError(f"trainer '{self.name}': the training data is empty; check the dataset")
+        for kit in kits_of(self):  # a loader without a length may end the epoch inside a group
+            kit.finish_group()
         self._log_interval()
         metrics = {k: v / max(self._epoch_steps, 1) for k, v in self._epoch_sums.items()}
         self.epochs_done += 1
@@ -499,9 +524,13 @@ class Trainer:
         })
         self.hook.on_epoch_end(trainer=self, epoch=epoch, metrics=metrics)
         every = self.config.checkpoint.every_epochs
-        if every and self.epochs_done % every == 0:
+        if (every and self.epochs_done % every == 0) or self._checkpoint_due:  # due: a loader without a length
             self.save_checkpoint()
         self._agree_stop()
+
+    def _mid_group(self) -> bool:
+        """Whether the trainer's kit holds gradients of an unfinished accumulation group."""
+        return any(kit.mid_group for kit in kits_of(self))
 
     def _accumulate(self, outputs: Mapping[str, Any]) -> None:
         """Sum losses on their device; nothing is read back until the logging interval."""
@@ -526,12 +555,14 @@ class Trainer:
             stacked = torch.stack([v.float() if isinstance(v, torch.Tensor)
                                    else torch.tensor(float(v), device=self.device) for v in values])
             values = list(self.dist.all_mean(stacked).unbind())
-        tensors = [v for v in values if isinstance(v, torch.Tensor)]
+        skips = [count for kit in kits_of(self) for count in kit.take_skips()]  # the same in every process
+        tensors = [v for v in values if isinstance(v, torch.Tensor)] + [count for _, count in skips]
         host = iter(torch.stack([t.to("cpu", torch.float64) for t in tensors]).tolist()) if tensors else iter(())
         sums = {k: (next(host) if isinstance(v, torch.Tensor) else float(v)) for k, v in zip(keys, values)}
+        skipped = {name: int(n) for (name, _), n in zip(skips, host) if n}
         steps = self._interval_steps
         losses = {k: s / steps for k, s in sums.items()}
-        bad = self._nonfinite(sums, steps)
+        bad = self._nonfinite(sums, steps, skipped)
         for key, total in sums.items():
             if key not in bad:
                 self._epoch_sums[key] = self._epoch_sums.get(key, 0.0) + total
@@ -545,22 +576,30 @@ class Trainer:
             "lr": self.learning_rates(), "time": time.time(),
             "elapsed": time.time() - self._start_time,
         }
+        if skipped:
+            record["skipped_updates"] = skipped
         self.metrics_log.append(record)
         self.hook.on_log(trainer=self, record=record)
 
-    def _nonfinite(self, sums: Mapping[str, float], steps: int) -> list[str]:
+    def _nonfinite(self, sums: Mapping[str, float], steps: int, skipped: Mapping[str, int] | None = None) -> list[str]:
         """Apply ``loop.nonfinite`` to an interval's loss sums (already on the host); the bad keys.
 
         A NaN or Inf in any step makes the interval's sum non-finite, so
-        checking sums finds it without reading back every step.
+        checking sums finds it without reading back every step. ``skipped``
+        counts, by update, the kit's optimizer steps left out under ``skip``
+        because their gradients (not their losses) were not finite.
         """
         bad = sorted(k for k, v in sums.items() if not math.isfinite(v))
+        first = self.global_step - steps + 1
+        where = f"steps {first}-{self.global_step}" if steps > 1 else f"step {self.global_step}"
+        if skipped:
+            updates = ", ".join(f"{name} {n}x" for name, n in skipped.items())
+            print(f"warning: non-finite gradients (finite losses) in {where}: optimizer step left out: {updates} "
+                  "(loop.nonfinite=skip)", file=sys.stderr, flush=True)
         if bad:
-            first = self.global_step - steps + 1
-            where = f"steps {first}-{self.global_step}" if steps > 1 else f"step {self.global_step}"
             message = f"non-finite loss {', '.join(bad)} in {where}"
             if self.config.loop.nonfinite == "stop":
-                raise TrainingError(f"{message}; stopped (loop.nonfinite=stop); {self._last_good()}")
+                raise NonFiniteStop(f"{message}; stopped (loop.nonfinite=stop); {self._last_good()}")
             print(f"warning: {message}; left out of the epoch averages (loop.nonfinite=skip)",
                   file=sys.stderr, flush=True)
         return bad
@@ -569,10 +608,11 @@ class Trainer:
         last = self.run_dir.latest_checkpoint()
         return f"the last good checkpoint is {last}" if last else "no checkpoint was written"
 
-    def _check_finite(self) -> None:
+    def _check_finite(self, alone: bool = False) -> None:
         """Refuse to checkpoint a poisoned state, so the last good checkpoint is never replaced by it.
 
-        One device-side reduction and one read-back per checkpoint (which syncs anyway).
+        One device-side reduction and one read-back per checkpoint (which syncs anyway). In a
+        distributed run the processes decide together, unless ``alone`` (an emergency checkpoint).
         """
         groups = {f"weights of '{name}'": [t for t in obj.state_dict().values() if t.is_floating_point()]
                   for name, obj in self.stateful.items() if isinstance(obj, torch.nn.Module)}
@@ -581,7 +621,8 @@ class Trainer:
         flags = {what: torch.stack([torch.isfinite(t).all() for t in group]).all()
                  for what, group in groups.items() if group}
         ok = not flags or bool(torch.stack(list(flags.values())).all())
-        if not self.dist.any_true(not ok):  # every process must refuse together (none waits for the others)
+        bad_somewhere = not ok if alone else self.dist.any_true(not ok)  # every process refuses together
+        if not bad_somewhere:
             return
         bad = ", ".join(what for what, good in flags.items() if not good) or "values in another process"
         raise TrainingError(f"non-finite {bad} at step {self.global_step}; checkpoint not written; {self._last_good()}")
@@ -670,6 +711,7 @@ class Trainer:
         written = save_checkpoint(payload, path) if self.is_main else path
         if periodic:
             self._saved_at = (self.epochs_done, self.global_step)
+            self._checkpoint_due = False
             self.last_checkpoint = written
             self._prune()
         return written
@@ -750,7 +792,8 @@ class Trainer:
         self._epoch_sums = dict(loop.get("epoch_sums", {}))
         self._epoch_steps = int(loop.get("epoch_steps", 0))
         self.best_value = loop.get("best_value")
-        set_rng_state(own["rng"])
+        with entry("rng"):  # a crafted rng.numpy: "x" is one line naming it
+            set_rng_state(own["rng"])
         saved_world = int(checkpoint.get("world_size", 1))
         if saved_world != self.dist.world_size:
             # The same fraction of the epoch (each process then had batch_in_epoch of its share),
@@ -759,10 +802,33 @@ class Trainer:
             if self.dist.rank:
                 seed_everything(self.config.run.seed + 1_000_003 * self.dist.rank + self.global_step)
         self._saved_at = (self.epochs_done, self.global_step)
-        self.metrics_log.truncate_to(int(loop.get("metrics_records", 0)))
         self.hook.on_load_checkpoint(trainer=self, checkpoint=checkpoint)
+        # Once everything loaded: the log loses the records written after this checkpoint, then the parts
+        # drop theirs (on_resume's contract: metrics.jsonl is already cut back).
+        self.metrics_log.truncate_to(int(loop.get("metrics_records", 0)))
         self.hook.on_resume(trainer=self, checkpoint=checkpoint, step=self.global_step)
         return checkpoint
+
+
+def _network_mismatch(name: str, module: torch.nn.Module, theirs: Any) -> str | None:
+    """One phrase on how ``theirs`` (a checkpoint's state dict) differs from ``module``'s, or None when it fits."""
+    if not isinstance(theirs, Mapping):
+        return f"'{name}' has no weights in the checkpoint"
+    own = module.state_dict()
+    shapes = [(key, list(theirs[key].shape), list(value.shape)) for key, value in own.items()
+              if key in theirs and isinstance(theirs[key], torch.Tensor) and theirs[key].shape != value.shape]
+    missing = [key for key in own if key not in theirs]
+    unexpected = [key for key in theirs if key not in own]
+    parts = []
+    if shapes:
+        key, saved, built = shapes[0]
+        parts.append(f"{len(shapes)} tensor(s) differ in shape, e.g. '{key}' is {saved} in the checkpoint "
+                     f"but {built} here")
+    if missing:
+        parts.append(f"{len(missing)} tensor(s) missing from the checkpoint, e.g. '{missing[0]}'")
+    if unexpected:
+        parts.append(f"{len(unexpected)} tensor(s) this network does not have, e.g. '{unexpected[0]}'")
+    return f"'{name}': {', '.join(parts)}" if parts else None
 
 
 def _is_comm_error(exc: BaseException) -> bool:
@@ -774,3 +840,7 @@ def _is_comm_error(exc: BaseException) -> bool:
     return isinstance(exc, backend_error) or any(
         marker in text for marker in ("Connection closed by peer", "Connection reset by peer", "Gloo", "gloo",
                                       "NCCL", "Timed out", "timed out", "Broken pipe"))
+
+
+class NonFiniteStop(TrainingError):
+    """A non-finite loss under ``loop.nonfinite: stop``: the one line the run ends with (no emergency checkpoint)."""

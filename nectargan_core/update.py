@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def optimizer_step(optimizer: torch.optim.Optimizer, parameters: Iterable[torch.nn.Parameter], *,
                    scaler: "torch.amp.GradScaler | None" = None, clip: float | None = None,
-                   bad: torch.Tensor | None = None, dist: "Distributed | None" = None) -> None:
+                   bad: torch.Tensor | None = None, dist: "Distributed | None" = None) -> torch.Tensor | None:
     """Clip, step and zero one optimizer, leaving the update out when ``bad`` says so.
 
     ``parameters`` are those whose gradients are clipped and checked (the
@@ -43,6 +43,10 @@ def optimizer_step(optimizer: torch.optim.Optimizer, parameters: Iterable[torch.
     input, so the flag is read back once (one host sync, under ``skip`` only).
     With ``dist``, every process skips when any process's flag is set, so
     their weights stay equal (one all-reduce on the device).
+
+    Returns, when ``bad`` was given and no enabled ``scaler`` took the flag,
+    the device flag (a float 0-d tensor, 1.0: left out) of whether the update
+    was left out, for a loss or a gradient that was not finite; else None.
     """
     params = list(parameters)
     if bad is not None and dist is not None:
@@ -64,7 +68,7 @@ def optimizer_step(optimizer: torch.optim.Optimizer, parameters: Iterable[torch.
         else:
             optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        return
+        return None
     grads = [p.grad for p in params if p.grad is not None]
     if clip is not None:  # the norm that clipping computes anyway is non-finite with the gradients
         norm = torch.nn.utils.clip_grad_norm_(params, clip)
@@ -80,6 +84,7 @@ def optimizer_step(optimizer: torch.optim.Optimizer, parameters: Iterable[torch.
     elif not found_inf.item():
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)
+    return found_inf
 
 
 def unique_parameters(networks: Sequence[torch.nn.Module]) -> list[torch.nn.Parameter]:
@@ -121,9 +126,23 @@ class Update:
         self.pending = False
         #: Under ``loop.nonfinite: skip``: a device flag, set when a loss of the pending gradients was not finite.
         self._bad: torch.Tensor | None = None
+        #: Under ``loop.nonfinite: skip``: a device count of the optimizer steps left out because the gradients
+        #: were not finite while every loss was (read and reset by the engine at its logging interval).
+        self.skipped: torch.Tensor | None = None
         self._others: list[torch.nn.Parameter] | None = None
         self._frozen: list[tuple[torch.nn.Parameter, bool]] = []
         self._entered_in: object = None
+
+    @property
+    def name(self) -> str:
+        """The tracked names of the update's networks (``generator``), else their class names, joined by ``+``."""
+        tracked = self.kit.trainer.stateful if self.kit.trainer is not None else {}
+        names = []
+        for network in self.networks:
+            bare = getattr(network, "module", network)  # a DDP wrapper's module is the tracked one
+            names.append(next((n for n, obj in tracked.items() if obj is bare or obj is network),
+                              type(bare).__name__))
+        return "+".join(names)
 
     def __repr__(self) -> str:
         names = ", ".join(type(n).__name__ for n in self.networks)
@@ -187,7 +206,14 @@ class Update:
     def step(self) -> None:
         """Step the optimizer on the pending gradients now, then the scheduler (the kit calls this)."""
         bad, self._bad, self.pending = self._bad, None, False
-        optimizer_step(self.optimizer, self.parameters, scaler=self.scaler, clip=self.clip, bad=bad,
-                       dist=self.kit.trainer.dist)
+        dist = self.kit.trainer.dist
+        if bad is not None and dist is not None:
+            bad = dist.any_on_device(bad)
+        left_out = optimizer_step(self.optimizer, self.parameters, scaler=self.scaler, clip=self.clip, bad=bad)
+        if left_out is not None:  # only the gradients were not finite: counted, and the batch undone like a bad loss
+            gradients_only = left_out * (~bad).float()
+            self.skipped = gradients_only if self.skipped is None else self.skipped + gradients_only
+            if self.kit._step is not None:
+                self.kit._step.flags.append(left_out.bool())
         if self.scheduler is not None:
             self.scheduler.step()

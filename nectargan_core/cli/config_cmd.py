@@ -13,6 +13,7 @@ from ..errors import ConfigError, NectarGANError
 from ..presets import preset_data
 from ..registry import Registry
 from ..plugins import get_plugins
+from ..text import printable
 from .options import all_overrides, config_options, config_source
 
 
@@ -51,7 +52,7 @@ def validate(file: str, overrides: tuple[str, ...]) -> None:
       nectargan config validate run.yaml
     """
     load_config(file, overrides, get_plugins().registry)
-    click.echo(f"{file}: ok")
+    click.echo(printable(f"{file}: ok"))
 
 
 @config_group.command("schema")
@@ -108,7 +109,7 @@ def init(output: str | None, trainer: str | None, force: bool, preset: str | Non
         if problem is None:
             raise
         raise NectarGANError(f"cannot write the config: {problem}") from None
-    click.echo(f"wrote {path}")
+    click.echo(printable(f"wrote {path}"))
 
 
 def preset_yaml(registry: Registry, name: str, trainer: str | None) -> str:

@@ -52,6 +52,10 @@ def report(error: NectarGANError) -> int:
     """Print ``error`` as ``error:`` lines; names read from disk may hold escape sequences, so they are shown escaped."""
     for line in str(error).splitlines() or [type(error).__name__]:
         click.echo(f"error: {printable(line)}", err=True)
+    if os.environ.get("TORCHELASTIC_ERROR_FILE"):  # a torchrun worker: tell the launcher too
+        from ..launch import record_for_launcher
+
+        record_for_launcher(str(error).splitlines()[0] if str(error) else type(error).__name__)
     return error.exit_code
 
 

@@ -14,6 +14,7 @@ import click
 from ..errors import PluginError
 from ..plugins import PluginInfo, env_flag, get_plugins, normalize
 from ..scaffold import KINDS
+from ..text import printable
 
 
 @click.group("plugins")
@@ -131,7 +132,7 @@ def new_plugin(name: str, kind: str, directory: Path) -> None:
     from ..scaffold import render
 
     target = render(name, kind, directory)
-    click.echo(f"created {target} ({kind} '{name}')")
+    click.echo(printable(f"created {target} ({kind} '{name}')"))
     where = str(target) if target.is_absolute() else f"./{target}"
     click.echo(f"next: pip install -e \"{where}[test]\" && pytest {where}")
 
@@ -141,6 +142,25 @@ def _pip(*args: str) -> None:
     done = subprocess.run([sys.executable, "-m", "pip", *args], check=False)
     if done.returncode:
         raise PluginError(f"pip {args[0]} failed with exit code {done.returncode}")
+
+
+def _pip_install_reporting(specs: tuple[str, ...]) -> set[str]:
+    """``pip install SPECS``; the normalized names of the distributions pip (re)installed.
+
+    From pip's installation report, so a folder or wheel whose version did not
+    change (a plugin rebuilt during development) still counts as installed.
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="nectargan-pip-") as folder:
+        report = Path(folder) / "report.json"
+        _pip("install", "--report", str(report), *specs)
+        try:
+            data = json.loads(report.read_text())
+        except (OSError, ValueError):
+            return set()  # a pip that wrote no report: fall back to comparing versions
+    names = {item.get("metadata", {}).get("name") for item in data.get("install", []) if isinstance(item, dict)}
+    return {normalize(name) for name in names if isinstance(name, str)}
 
 
 def _fresh_plugin_list() -> list[dict[str, Any]]:
@@ -179,9 +199,9 @@ def install_plugins(specs: tuple[str, ...]) -> None:
     earlier = _fresh_plugin_list()
     before = {(e["name"], e["distribution"], e["version"]) for e in earlier}
     loaded_before = {(e["name"], e["distribution"]) for e in earlier if e["status"] == "loaded"}
-    _pip("install", *specs)
+    installed = _pip_install_reporting(specs)
     after = _fresh_plugin_list()
-    requested = {normalize(spec) for spec in specs if not spec.startswith("-")}
+    requested = {normalize(spec) for spec in specs if not spec.startswith("-")} | installed
     changed = [e for e in after
                if (e["name"], e["distribution"], e["version"]) not in before or _matches(e, requested)]
     if not changed:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..limits import SMOOTH_OPTION
+from ..limits import EXAMPLES_OPTION, SMOOTH_OPTION
 from ..rundir import RunDir
 from ..text import printable
 
@@ -16,7 +16,7 @@ from ..text import printable
 @click.option("-o", "--output", metavar="FILE", default=None, help="Where to write (default: RUN_DIR/report.html).")
 @click.option("--smooth", metavar="N", type=SMOOTH_OPTION, default=10, show_default=True,
               help="Moving average over N logging intervals in the loss plots (1: raw only).")
-@click.option("--max-examples", metavar="N", type=click.IntRange(min=0), default=24, show_default=True,
+@click.option("--max-examples", metavar="N", type=EXAMPLES_OPTION, default=24, show_default=True,
               help="Embed at most N example grids, evenly spaced over the epochs (0: all).")
 @click.option("--test-images", metavar="N", type=click.IntRange(min=0), default=6, show_default=True,
               help="Per test folder, embed its N/2 worst and N/2 best images (0: none).")

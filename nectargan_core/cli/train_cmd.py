@@ -7,7 +7,7 @@ import sys
 import click
 
 from ..errors import ConfigError
-from ..limits import PROCESSES_OPTION
+from ..limits import PROCESSES_OPTION, RESTARTS_OPTION
 from ..text import printable
 from .options import all_overrides, config_options, config_source
 
@@ -28,7 +28,7 @@ from .options import all_overrides, config_options, config_source
               help="With --resume latest[:NAME]: where to look for runs (default: runs).")
 @click.option("--nproc", type=PROCESSES_OPTION, default=None, metavar="N",
               help="Train data-parallel in N processes on this machine (through torchrun's agent).")
-@click.option("--max-restarts", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--max-restarts", type=RESTARTS_OPTION, default=0, show_default=True,
               help="With --nproc: restart the processes this often after a failure (each restart resumes).")
 def train_command(config_file: str | None, preset: str | None, overrides: tuple[str, ...], trainer: str | None,
                   resume: str | None, checkpoint: str | None, init_from: str | None, init_partial: bool,
@@ -161,6 +161,7 @@ def _check_config(config_file: str | dict | None, overrides: list[str], resume: 
     from ..config import load_config, load_file
     from ..plugins import get_plugins
     from ..rundir import RunDir, latest_run
+    from ..runlock import check_free
 
     host = get_plugins()
     registry = host.registry
@@ -172,4 +173,5 @@ def _check_config(config_file: str | dict | None, overrides: list[str], resume: 
         return
     target, name = resume_target(resume)
     run_dir = latest_run(output_dir or "runs", name) if target == "latest" else RunDir.open(target)
+    check_free(run_dir.path)
     load_config(load_file(run_dir.config_file), overrides, registry)

@@ -10,6 +10,7 @@ from ..atomic import pid_alive
 from ..config import parse_file
 from ..errors import ConfigError, RunDirError
 from ..rundir import VERSION_PATTERN, RunDir, iter_runs
+from ..runlock import is_held
 from .history import History, as_int
 
 
@@ -35,14 +36,18 @@ def process_alive(pid: Any) -> bool:
     return isinstance(pid, int) and pid_alive(pid)
 
 
-def effective_status(status: Mapping[str, Any]) -> tuple[str, str | None]:
+def effective_status(status: Mapping[str, Any], held: bool | None = None) -> tuple[str, str | None]:
     """``(status, note)`` to show for a recorded status.
 
-    A run recorded as running whose process is gone was killed without a
-    chance to say so (SIGKILL, out of memory, a reboot): it is interrupted.
+    A run recorded as running that nobody trains was killed without a chance
+    to say so (SIGKILL, out of memory, a reboot): it is interrupted. Whether
+    someone trains it is ``held``, the run's lock (:func:`~nectargan_core.runlock.is_held`,
+    which works across machines sharing the folder); runs older than the lock
+    fall back to whether the recorded pid exists on this machine.
     """
     recorded = str(status.get("status", "unknown"))
-    if recorded == "running" and not process_alive(status.get("pid")):
+    alive = held if held is not None else process_alive(status.get("pid"))
+    if recorded == "running" and not alive:
         return "interrupted", "process gone"
     return recorded, None
 
@@ -99,7 +104,7 @@ def summarize(run: RunDir, history: History | None = None, config: Mapping[str, 
     config = config if config is not None else read_config(run)
     status = run.read_status()
     status = status if isinstance(status, dict) else {"status": "unknown"}
-    state, note = effective_status(status)
+    state, note = effective_status(status, is_held(run.path))
     checkpoint = config.get("checkpoint")
     checkpoint = checkpoint if isinstance(checkpoint, dict) else {}
     loop = config.get("loop")

@@ -35,6 +35,19 @@ def test_install_verifies_the_plugin_loads_and_uninstall_removes_it(probe):
     assert "authkit_probe" not in run_cli("plugins", "list", "--all").stdout
 
 
+def test_reinstalling_a_changed_plugin_of_the_same_version_reports_it_as_changed(probe):
+    args = ("plugins", "install", "--quiet", "--no-deps", "--no-build-isolation", str(probe))
+    assert run_cli(*args).returncode == 0
+    plugin = probe / "nectargan_authkit_probe" / "plugin.py"
+    plugin.write_text(plugin.read_text() + (
+        "\n\n@hookimpl\ndef register_schedules(register):\n"
+        "    register('authkit_probe_flat', 'nectargan_authkit_probe.loss:CharbonnierLoss')\n"))
+    again = run_cli(*args)  # the version stays 0.1.0: pip reinstalls the folder all the same
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout == (f"authkit_probe ({DISTRIBUTION} 0.1.0) [loaded]\n  provides: loss: authkit_probe; "
+                            "schedule: authkit_probe_flat\n")
+
+
 def test_install_of_a_distribution_without_a_plugin_fails(tmp_path):
     folder = tmp_path / "not-a-plugin"
     folder.mkdir()

@@ -81,7 +81,7 @@ def test_train_two_epochs_then_resume(tmp_path):
 
 @pytest.mark.parametrize("args,message,code", [
     (["train", "-c", "missing.yaml"], "error: missing.yaml: config file not found", 2),
-    (["train", "--set", "loop.epochs=0"], "error: defaults: loop.epochs: Input should be greater than 0 (got '0')", 2),
+    (["train", "--set", "loop.epochs=0"], "error: defaults: loop.epochs: Input should be greater than 0 (got 0)", 2),
     (["train"], "error: trainer: no trainer chosen; set 'trainer' in the config or use --trainer (installed: ", 2),
     (["train", "--trainer", "toyy"], "error: defaults: trainer: unknown trainer 'toyy' (did you mean 'toy'?); available: ", 2),
     (["train", "--resume", "nowhere"], "error: nowhere: run directory not found", 1),

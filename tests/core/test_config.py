@@ -59,7 +59,7 @@ def test_overrides_are_typed_by_the_model(registry):
 
 BAD = [
     ({"loop": {"epochs": -1}}, "defaults: loop.epochs: Input should be greater than 0 (got -1)"),
-    ({"loop": {"epochs": "many"}}, "defaults: loop.epochs: Input should be a valid integer, unable to parse string as an integer (got 'many')"),
+    ({"loop": {"epochs": "many"}}, "defaults: loop.epochs: must be an integer (got \"many\"); write a whole number without quotes or decimal point"),
     ({"loop": {"epochz": 3}}, "defaults: loop.epochz: unknown key; did you mean 'epochs'? allowed keys: epochs, log_every_steps, max_steps, nonfinite, val_every_epochs, val_every_steps"),
     ({"lop": {}}, "defaults: lop: unknown key; did you mean 'loop'?"),
     ({"run": {"device": "gpu"}}, "defaults: run.device: must be auto, cpu, cuda, cuda:N or mps"),
@@ -163,7 +163,8 @@ def test_cli_validate_show_schema_init(cli, tmp_path):
     assert result.stderr.splitlines() == [
         f"error: {bad}: loop.epochs: Input should be greater than 0 (got 0)",
         f"error: {bad}: toy.lrr: unknown key; did you mean 'lr'? allowed keys: batch_size, fail_at_step, "
-        "fail_first_attempt_only, fail_rank, loss, lr, model, nan_at_step, samples, step_sleep, val_samples",
+        "fail_first_attempt_only, fail_rank, loss, lr, model, nan_at_step, samples, step_sleep, stop_at_step, "
+        "stop_rank, stop_where, val_samples",
     ]
 
     shown = cli("config", "show", "-c", str(good), "--set", "loop.epochs=9", "--json")

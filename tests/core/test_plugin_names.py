@@ -117,7 +117,7 @@ def test_a_run_with_qualified_names_uses_exactly_those_parts(rivals, host_factor
     assert {(r["kind"], r["name"], r["distribution"]) for r in saved["provenance"]} == {
         ("trainer", "toy", "nectargan-zz-rival"), ("model", "toy_linear", "nectargan-toy"),
         ("loss", "toy_mse", "nectargan-zz-rival"), ("visualizer", "console", "nectargan-core"),
-        ("callback", "counter", "nectargan-toy")}
+        ("callback", "counter", "nectargan-toy"), ("config_section", "toy_extra", "nectargan-toy")}
 
 
 def test_two_distributions_may_use_one_plugin_name(tmp_path, monkeypatch, host_factory):

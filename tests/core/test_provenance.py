@@ -8,7 +8,7 @@ import sys
 import pytest
 import yaml
 
-from nectargan_core import Run, load_checkpoint
+from nectargan_core import Run, load_checkpoint, provenance
 from nectargan_core.atomic import atomic_write_text
 from nectargan_core.errors import ConfigError, NameConflictError
 from nectargan_core.plugins import PluginHost
@@ -58,6 +58,8 @@ RECORDED = [
     {"kind": "model", "name": "toy_linear", "plugin": "toy", "distribution": "nectargan-toy", "version": "0.1.0"},
     {"kind": "loss", "name": "tp_tv", "plugin": "tpa", "distribution": "nectargan-tpa", "version": "1.0.0"},
     {"kind": "callback", "name": "counter", "plugin": "toy", "distribution": "nectargan-toy", "version": "0.1.0"},
+    {"kind": "config_section", "name": "toy_extra", "plugin": "toy", "distribution": "nectargan-toy",
+     "version": "0.1.0", "defaults": "sha256:aac83f481075f7ca"},
 ]
 
 
@@ -70,7 +72,7 @@ def trained(dists, tmp_path):
 
 def test_the_config_and_every_checkpoint_record_who_provided_each_part(trained):
     assert yaml.safe_load((trained / "config.yaml").read_text())["provenance"] == RECORDED
-    assert (trained / "config.yaml").read_text().rstrip().endswith("version: 0.1.0")  # the block comes last
+    assert (trained / "config.yaml").read_text().rstrip().endswith("defaults: sha256:aac83f481075f7ca")  # last
     for path in (trained / "checkpoints").glob("*.pt"):
         assert load_checkpoint(path)["config"]["provenance"] == RECORDED
         assert json.loads(path.with_name(path.name + ".json").read_text())["provenance"] == RECORDED
@@ -81,7 +83,7 @@ def test_resume_refuses_a_part_that_another_distribution_provides_now(dists, tra
     with pytest.raises(ConfigError) as raised:
         Run.resume(trained, overrides=["loop.epochs=2"], host=dists("b"))
     assert str(raised.value) == (
-        "config: loss 'tp_tv': this config used nectargan-tpa 1.0.0 (plugin 'tpa'), but now nectargan-tpb 2.0.0 "
+        "config: toy.loss: loss 'tp_tv': this config used nectargan-tpa 1.0.0 (plugin 'tpa'), but now nectargan-tpb 2.0.0 "
         "(plugin 'tpb') provides it; pip install 'nectargan-tpa==1.0.0' to get it back, or write "
         "'nectargan-tpb:tp_tv' to use the other one on purpose")
     assert (trained / "metrics.jsonl").read_bytes() == metrics
@@ -138,7 +140,7 @@ def test_init_from_refuses_a_checkpoint_trained_with_another_provider(dists, tra
     with pytest.raises(ConfigError) as raised:
         Run.create(fresh, host=dists("b"))
     assert str(raised.value) == (
-        f"config: loss 'tp_tv': checkpoint {checkpoint} used nectargan-tpa 1.0.0 (plugin 'tpa'), but now "
+        f"config: toy.loss: loss 'tp_tv': checkpoint {checkpoint} used nectargan-tpa 1.0.0 (plugin 'tpa'), but now "
         "nectargan-tpb 2.0.0 (plugin 'tpb') provides it; pip install 'nectargan-tpa==1.0.0' to get it back, or "
         "write 'nectargan-tpb:tp_tv' to use the other one on purpose")
     assert not (tmp_path / "tuned").exists()
@@ -160,3 +162,113 @@ def test_a_broken_provenance_block_is_one_line(dists, tmp_path):
         load_config({**config(tmp_path), "provenance": [{"kind": "loss"}]}, registry=dists("a").registry)
     assert str(raised.value) == ("config: provenance: 0.name: Field required (written by nectargan; remove the key "
                                  "to record it afresh)")
+
+
+# -- a substitute with other options, several errors, config sections whose plugin is gone ------------------
+RICH_PLUGIN = """
+from pydantic import BaseModel, ConfigDict
+from nectargan_core import hookimpl
+
+class CsvOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    filename: str = "steps.csv"
+
+class Quiet:
+    '''Watches nothing.'''
+
+    def __init__(self, **options):
+        self.options = options
+
+class SectionOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    level: int = 1
+
+@hookimpl
+def register_visualizers(register):
+    register("tp_csv", Quiet, {options})
+
+@hookimpl
+def register_losses(register):
+    register("tp_tv", "torch.nn:{cls}")
+
+@hookimpl
+def register_config_sections(register):
+    {section}
+"""
+
+
+@pytest.fixture
+def rich(tmp_path, monkeypatch):
+    """r: nectargan-tpr 1.0.0 (tp_csv with a filename option, tp_tv = L1Loss, config section tpsec);
+    s: nectargan-tps 2.0.0 (tp_csv without options, tp_tv = MSELoss, no section)."""
+    roots = {
+        "r": make_fake_dist(tmp_path / "r", "nectargan-tpr", "tpr_plugin", RICH_PLUGIN.format(
+            options="options=CsvOptions", cls="L1Loss", section='register("tpsec", SectionOptions)'),
+            "tpr", version="1.0.0"),
+        "s": make_fake_dist(tmp_path / "s", "nectargan-tps", "tps_plugin", RICH_PLUGIN.format(
+            options="", cls="MSELoss", section="pass"), "tps", version="2.0.0"),
+    }
+    original = list(sys.path)
+
+    def install(*keys: str) -> PluginHost:
+        for module in ("tpr_plugin", "tps_plugin"):
+            sys.modules.pop(module, None)
+        monkeypatch.setattr(sys, "path", [str(roots[k]) for k in keys] + original)
+        env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("NECTARGAN_")}
+        return PluginHost(env).load_entry_points()
+
+    yield install
+    for module in ("tpr_plugin", "tps_plugin"):
+        sys.modules.pop(module, None)
+
+
+def test_a_substitute_is_refused_where_it_is_named_before_its_options_are_checked(rich, tmp_path):
+    data = config(tmp_path, visualizers={"tp_csv": {"filename": "mine.csv"}})
+    run = Run.create(data, host=rich("r")).fit()
+    with pytest.raises(ConfigError) as raised:
+        Run.resume(run.dir, host=rich("s"))
+    # One line per part, at its key, and never the substitute's option errors ("takes no options").
+    assert str(raised.value).splitlines() == [
+        "config: visualizers: visualizer 'tp_csv': this config used nectargan-tpr 1.0.0 (plugin 'tpr'), but now "
+        "nectargan-tps 2.0.0 (plugin 'tps') provides it; pip install 'nectargan-tpr==1.0.0' to get it back, or "
+        "write 'nectargan-tps:tp_csv' to use the other one on purpose",
+        "config: toy.loss: loss 'tp_tv': this config used nectargan-tpr 1.0.0 (plugin 'tpr'), but now "
+        "nectargan-tps 2.0.0 (plugin 'tps') provides it; pip install 'nectargan-tpr==1.0.0' to get it back, or "
+        "write 'nectargan-tps:tp_tv' to use the other one on purpose"]
+
+
+def test_a_refusal_is_kept_beside_the_other_errors(rich, tmp_path):
+    run = Run.create(config(tmp_path), host=rich("r")).fit()
+    with pytest.raises(ConfigError) as raised:
+        Run.resume(run.dir, overrides=["loop.epochs=0"], host=rich("s"))
+    lines = str(raised.value).splitlines()
+    assert "config: loop.epochs: Input should be greater than 0 (got '0')" in lines
+    assert sum(line.startswith("config: toy.loss: loss 'tp_tv': this config used nectargan-tpr 1.0.0") for line in
+               lines) == 1
+
+
+def test_a_section_of_a_removed_plugin_that_holds_its_defaults_is_left_out_with_a_warning(rich, dists, tmp_path,
+                                                                                          capsys):
+    run = Run.create(config(tmp_path, toy={"samples": 8, "loss": "toy_mse"}), host=rich("r")).fit()
+    assert {"kind": "config_section", "name": "tpsec", "plugin": "tpr", "distribution": "nectargan-tpr",
+            "version": "1.0.0", "defaults": provenance.digest({"level": 1})} in \
+        yaml.safe_load((run.dir / "config.yaml").read_text())["provenance"]
+    capsys.readouterr()
+    resumed = Run.resume(run.dir, overrides=["loop.epochs=2"], host=rich()).fit()
+    assert resumed.trainer.epochs_done == 2
+    assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")] == [
+        "warning: config: tpsec: the config section of nectargan-tpr 1.0.0 (plugin 'tpr') is left out: that plugin "
+        "is not loaded now and the section holds only its defaults (pip install 'nectargan-tpr==1.0.0' to keep it)"]
+    assert "tpsec" not in yaml.safe_load((run.dir / "config.yaml").read_text())
+
+
+def test_a_section_of_a_removed_plugin_with_settings_is_refused_naming_what_to_install(rich, tmp_path):
+    data = config(tmp_path, toy={"samples": 8, "loss": "toy_mse"}, tpsec={"level": 5})
+    run = Run.create(data, host=rich("r")).fit()
+    saved = (run.dir / "config.yaml").read_bytes()
+    with pytest.raises(ConfigError) as raised:
+        Run.resume(run.dir, overrides=["loop.epochs=2"], host=rich())
+    assert str(raised.value) == (
+        "config: tpsec: this config section comes from nectargan-tpr 1.0.0 (plugin 'tpr'), which is not loaded now, "
+        "and holds settings other than its defaults; pip install 'nectargan-tpr==1.0.0' to use it")
+    assert (run.dir / "config.yaml").read_bytes() == saved

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from nectargan_core.rundir import RunDir
+from nectargan_core.runlock import RunLock
 from runs_support import StopAt, make_run
 from support import run_cli
 
@@ -25,7 +26,11 @@ def dead_pid() -> int:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Runs left finished, failed, interrupted, killed (status running, process gone) and running."""
+    """Runs left finished, failed, interrupted, killed (status running, process gone) and running.
+
+    "Running" means the run's lock is held (by this process here); a status that says running
+    with nobody holding the lock is a killed run.
+    """
     root = tmp_path_factory.mktemp("runs") / "runs"
     done = make_run(root, name="done")
     for version in (2, 10):  # versions sort as numbers
@@ -37,8 +42,11 @@ def runs(tmp_path_factory):
     ghost.write_status("running", epoch=0, step=0)
     status = json.loads(ghost.status_file.read_text())
     ghost.status_file.write_text(json.dumps({**status, "pid": dead_pid()}))
-    RunDir(make_run(root, name="live", epochs=1)).write_status("running", epoch=0, step=0)  # this process
-    return root
+    live = RunDir(make_run(root, name="live", epochs=1))
+    live.write_status("running", epoch=0, step=0)  # this process, which holds the run's lock as a trainer does
+    lock = RunLock.acquire(live.path)
+    yield root
+    lock.release()
 
 
 def listed(root) -> list[dict]:

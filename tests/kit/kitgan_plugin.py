@@ -31,9 +31,11 @@ class KitGanSection(Section):
     lr_decay: Optional[float] = Field(None, gt=0, description="Step-unit LR schedule of G: lr * decay**k")
     nan_at_step: Optional[int] = Field(None, description="Make the batch of this global step NaN")
     nan_rank: Optional[int] = Field(None, description="With nan_at_step: poison only this process's batch")
-    nan_in: Literal["inputs", "loss"] = Field(
+    kill_at_step: Optional[int] = Field(None, description="SIGKILL this process while it trains this global step")
+    nan_in: Literal["inputs", "loss", "gradients"] = Field(
         "inputs", description="inputs: NaN samples (losses, gradients and BN statistics NaN); loss: a NaN added to "
-                              "each loss (the gradients stay finite: only the loss flag tells)")
+                              "each loss (the gradients stay finite: only the loss flag tells); gradients: D's "
+                              "gradients only (the losses and BN statistics stay finite: only the gradients tell)")
 
 
 class KitGanOptions(BaseModel):

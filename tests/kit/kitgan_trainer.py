@@ -10,6 +10,9 @@ batch at a chosen step.
 
 from __future__ import annotations
 
+import os
+import signal
+
 import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
@@ -81,13 +84,19 @@ class KitGanTrainer(Trainer):
             fake = self.g_train(z)
             with self.update_d:
                 judged = fake.detach() if cfg.detach_fake else fake
-                d_loss = F.softplus(self.d_train(judged)).mean() + F.softplus(-self.d_train(x)).mean() + nan
+                judged_fake = self.d_train(judged)
+                real = self.d_train(x)
+                if poisoned and cfg.nan_in == "gradients":  # D's loss stays finite, its gradients do not
+                    real.register_hook(lambda grad: grad * float("nan"))
+                d_loss = F.softplus(judged_fake).mean() + F.softplus(-real).mean() + nan
                 self.update_d.backward(d_loss)
             with self.update_g:
                 g_loss = F.l1_loss(fake, x) + nan
                 if cfg.g_adv:  # judged by the bare D: a DDP module must not run forward without its backward
                     g_loss = g_loss + cfg.g_adv * F.softplus(-self.discriminator(fake)).mean()
                 self.update_g.backward(g_loss)
+        if cfg.kill_at_step == self.global_step + 1:  # after the updates, before the engine counts the step
+            os.kill(os.getpid(), signal.SIGKILL)
         return {"D": d_loss.detach(), "G": g_loss.detach(), "synced": synced}
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -137,6 +139,45 @@ def test_a_nan_batch_inside_an_accumulation_group_leaves_the_whole_group_out(hos
     assert int(snaps.after[6]["opt_g"]["state"][0]["step"]) == 2 and finite(snaps.after[8])
 
 
+def test_stop_ends_the_run_with_the_error_line_alone(host, tmp_path, capsys):
+    """Under stop, the run's only output is the error (no second line about an emergency checkpoint)."""
+    from nectargan_core.errors import TrainingError
+
+    with pytest.raises(TrainingError) as stopped:
+        train(host, tmp_path, samples=8, batch_size=2, nan_at_step=3)
+    assert str(stopped.value) == ("non-finite loss D, G in step 3; stopped (loop.nonfinite=stop); "
+                                  "no checkpoint was written")
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("implementation", ["fused", "single"])
+def test_an_update_with_finite_losses_but_non_finite_gradients_is_left_out_reported_and_undone(
+        host, tmp_path, capsys, implementation):
+    """D's gradients are NaN at step 3, its losses and BN statistics finite: only the gradients tell.
+
+    D's update is a no-op, every network's BatchNorm statistics of the batch are restored (as for a NaN loss),
+    G's update goes on, and the engine reports it at its logging interval (a warning and the metrics record).
+    """
+    snaps = Snapshots()
+    run = Run.create(kitgan_config(tmp_path, loop={"nonfinite": "skip"}, samples=8, batch_size=2, norm=True,
+                                   implementation=implementation, nan_at_step=3, nan_in="gradients"),
+                     host=host, plugins=[snaps]).fit()
+    after = snaps.after
+    assert same(after[3]["discriminator"], after[2]["discriminator"])  # weights and BN statistics
+    assert same(after[3]["opt_d"], after[2]["opt_d"]) and int(after[3]["opt_d"]["state"][0]["step"]) == 2
+    buffers = [k for k in after[3]["generator"] if "running" in k or "num_batches" in k]
+    assert buffers and all(same(after[3]["generator"][k], after[2]["generator"][k]) for k in buffers)
+    assert int(after[3]["opt_g"]["state"][0]["step"]) == 3  # G's update was applied
+    assert int(after[4]["opt_d"]["state"][0]["step"]) == 3 and finite(after[4])
+    err = capsys.readouterr().err
+    assert err.count("warning:") == 1, err
+    assert ("warning: non-finite gradients (finite losses) in step 3: optimizer step left out: discriminator 1x "
+            "(loop.nonfinite=skip)") in err
+    records = run.metrics("train")
+    assert [r.get("skipped_updates") for r in records] == [None, None, {"discriminator": 1}, None]
+    assert all(math.isfinite(v) for r in records for v in r["losses"].values())
+
+
 # -- freezing -----------------------------------------------------------------------------------------
 def test_an_update_freezes_every_other_network_and_restores_it(host, tmp_path):
     trainer = Run.create(kitgan_config(tmp_path), host=host).trainer
@@ -208,6 +249,65 @@ def test_a_step_unit_scheduler_steps_with_each_optimizer_step(host, tmp_path):
     assert run.trainer.sched_g.last_epoch == 3
 
 
+# -- accumulation, checkpoints and the end of the loop --------------------------------------------
+def periodic_steps(trainer: Trainer) -> list[tuple[int, int]]:
+    return [(int(c["epoch"]), int(c["global_step"])) for c in map(load_checkpoint, trainer.run_dir.periodic_checkpoints())]
+
+
+def test_every_step_checkpoint_with_accumulation_resumes_bit_exactly(host, tmp_path):
+    """5 batches per epoch in groups of 2 (2, 2, 1): global step multiples of 3 fall inside groups.
+
+    Each due checkpoint waits for its group's end (steps 3 -> 4, 6 -> 7, 9), and a run resumed from any of
+    them (as after a SIGKILL right after it was written) ends bit for bit as the uninterrupted run.
+    """
+    common = dict(loop={"epochs": 2}, samples=5, batch_size=1, accumulate=2, lr_decay=0.9)
+    config = kitgan_config(tmp_path, **common)
+    config["checkpoint"].update(every_steps=3, keep_last=20)
+    full = Run.create(config, host=host).fit()
+    assert full.trainer.global_step == 10
+    final, steps = states(full.trainer), periodic_steps(full.trainer)
+    for checkpoint in full.trainer.run_dir.periodic_checkpoints():
+        resumed = Run.resume(full.dir, checkpoint=checkpoint, host=host).fit()
+        assert resumed.trainer.global_step == 10
+        assert same(states(resumed.trainer), final), checkpoint.name
+    assert steps == [(0, 4), (1, 7), (1, 9)]
+
+
+def test_a_step_checkpoint_due_on_an_epoch_s_last_batch_and_the_epoch_s_checkpoint_are_two_files(host, tmp_path):
+    """As documented: before the epoch's end (it resumes into it) and after it (validation, on_epoch_end done)."""
+    config = kitgan_config(tmp_path, loop={"epochs": 2}, samples=4, batch_size=1)
+    config["checkpoint"].update(every_steps=2, every_epochs=1, keep_last=20)
+    trainer = Run.create(config, host=host).fit().trainer
+    assert periodic_steps(trainer) == [(0, 2), (0, 4), (1, 4), (1, 6), (1, 8), (2, 8)]
+    before, after = (load_checkpoint(trainer.run_dir.checkpoints / name)
+                     for name in ("epoch0000-step00000004.pt", "epoch0001-step00000004.pt"))
+    assert (before["batch_in_epoch"], after["batch_in_epoch"]) == (4, 0)
+    assert same(before["state"], after["state"])
+
+
+class StopAt:
+    def __init__(self, step: int):
+        self.step = step
+
+    @hookimpl
+    def on_train_batch_end(self, trainer):
+        if trainer.global_step == self.step:
+            trainer.request_stop("enough")
+
+
+@pytest.mark.parametrize("how", ["max_steps", "request_stop"])
+def test_a_run_ending_inside_an_accumulation_group_finishes_the_group(host, tmp_path, how):
+    """max_steps 4 (or a stop request at step 4) with groups of 3: the run trains to step 6, no gradient dropped."""
+    loop = {"epochs": 2, **({"max_steps": 4} if how == "max_steps" else {})}
+    config = kitgan_config(tmp_path, loop=loop, samples=7, batch_size=1, accumulate=3)
+    config["checkpoint"].update(save_last=True)
+    trainer = Run.create(config, host=host, plugins=[] if how == "max_steps" else [StopAt(4)]).fit().trainer
+    assert trainer.global_step == 6 and trainer.batch_in_epoch == 6
+    assert int(trainer.opt_g.state_dict()["state"][0]["step"]) == 2
+    assert not trainer.update_g.pending and all(p.grad is None for p in trainer.generator.parameters())
+    assert periodic_steps(trainer) == [(0, 6)]
+
+
 # -- capabilities ---------------------------------------------------------------------------------
 def test_declaring_the_kit_declares_its_capabilities():
     from nectargan_pix2pix.trainer import Pix2pixTrainer
@@ -272,12 +372,56 @@ def test_an_option_the_trainer_cannot_honour_is_refused_at_config_time(site, tmp
     assert probe.returncode == 0 and probe.stderr.splitlines()[-1] == "TORCH-FREE", probe.stderr
 
 
+def test_the_refusal_names_where_the_value_came_from(host, tmp_path):
+    """A value from ``--set`` is named as that override, not as the defaults or the file it overrides."""
+    from nectargan_core.config import load_config
+    from nectargan_core.errors import ConfigError
+
+    with pytest.raises(ConfigError) as refused:
+        load_config(None, ["trainer=plain", "loop.nonfinite=stop", "loop.nonfinite=skip"], host.registry)
+    assert str(refused.value).startswith("--set loop.nonfinite=skip: loop.nonfinite: trainer 'plain' ")
+    config = tmp_path / "plain.yaml"
+    config.write_text("trainer: plain\nloop: {nonfinite: skip}\n")
+    with pytest.raises(ConfigError) as refused:
+        load_config(config, ["loop.epochs=2"], host.registry)
+    assert str(refused.value).startswith(f"{config}: loop.nonfinite: trainer 'plain' ")
+
+
 # -- DDP ----------------------------------------------------------------------------------------------
 def kitgan_cli(output: str, *settings: str, nproc: int | None = None) -> list[str]:
     base = ["run.device=cpu", "run.deterministic=true", "visualizers=[]", "loop.epochs=1", "loop.log_every_steps=1",
             "loop.val_every_epochs=null", f"run.output_dir={output}", *settings]
     return ["train", "--trainer", "kitgan", *(a for s in base for a in ("--set", s)),
             *(["--nproc", str(nproc)] if nproc else [])]
+
+
+@pytest.mark.slow
+def test_sigkill_and_resume_with_accumulation_is_bit_exact(site, tmp_path):
+    """5 batches per epoch in groups of 2, a checkpoint due every 3 steps, SIGKILL while training step 9.
+
+    The last checkpoint before the kill is step 7 (due at 6, inside a group); the resumed run ends with the
+    same state and metrics as the uninterrupted one.
+    """
+    env = {"PYTHONPATH": str(site)}
+    common = ("loop.epochs=2", "kitgan.samples=5", "kitgan.batch_size=1", "kitgan.accumulate=2",
+              "kitgan.lr_decay=0.9", "checkpoint.every_steps=3", "checkpoint.keep_last=20")
+    full = run_cli(*kitgan_cli("full", *common), env=env, cwd=tmp_path)
+    assert full.returncode == 0, full.stderr
+    killed = run_cli(*kitgan_cli("killed", *common, "kitgan.kill_at_step=9"), env=env, cwd=tmp_path)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    run_dir = RunDir(tmp_path / "killed" / "run" / "version_0")
+    assert load_checkpoint(run_dir.periodic_checkpoints()[-1])["global_step"] == 7
+    resumed = run_cli("train", "--resume", str(run_dir.path), "--set", "kitgan.kill_at_step=null", env=env,
+                      cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    ends = [load_checkpoint(RunDir(tmp_path / n / "run" / "version_0").periodic_checkpoints()[-1])
+            for n in ("full", "killed")]
+    assert ends[0]["global_step"] == ends[1]["global_step"] == 10
+    assert same(ends[0]["state"], ends[1]["state"]) and same(ends[0]["rng"], ends[1]["rng"])
+    logs = [[{k: v for k, v in json.loads(line).items() if k not in ("time", "elapsed")}
+             for line in (tmp_path / n / "run/version_0/metrics.jsonl").read_text().splitlines()]
+            for n in ("full", "killed")]
+    assert logs[0] == logs[1]
 
 
 @pytest.mark.slow

@@ -83,7 +83,7 @@ def test_show_generator_with_an_invalid_input_size():
     "override, message",
     [
         ("nrom=instance", r"^model 'unet_256': nrom: unknown key; did you mean 'norm'\?"),
-        ("depth=deep", r"^model 'unet_256': depth: Input should be a valid integer"),
+        ("depth=deep", r"^model 'unet_256': depth: must be an integer \(got \"deep\"\)"),
         ("norm=group", r"^model 'unet_256': norm: Input should be 'batch', 'instance' or 'none'"),
         ("depth", r"^--set 'depth': expected option=value"),
     ],
@@ -109,5 +109,5 @@ def test_console_script():
     done = run_cli("models", "show", "unet_128", "--set", "ngf=0")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines() == [
-        "error: model 'unet_128': ngf: Input should be greater than or equal to 1 (got '0')"
+        "error: model 'unet_128': ngf: Input should be greater than or equal to 1 (got 0)"
     ]

@@ -213,6 +213,10 @@ MISMATCHES = [
      "resnet_6blocks", {"ngf": 8},
      "G.pth does not fit resnet_6blocks (n_blocks=6, norm=instance, ngf=8, dropout=0.0): it has 9 residual blocks "
      "(model.10 to model.18), n_blocks=9; try --arch resnet_9blocks"),
+    ("wrong arch: a UNet of a depth define_G never builds, as resnet",
+     lambda: UnetGenerator(3, 3, 5, 8, norm_layer=get_norm_layer("batch")).state_dict(), "resnet_9blocks", {},
+     "G.pth does not fit resnet_9blocks (n_blocks=9, norm=instance, ngf=64, dropout=0.0): it holds a UNet generator "
+     "(UnetGenerator), not a ResNet generator (ResnetGenerator); try --arch unet --set depth=5"),
     ("resnet dropout", lambda: define_G(3, 3, 8, "resnet_6blocks", norm="instance", use_dropout=True).state_dict(),
      "resnet_6blocks", {"ngf": 8},
      "G.pth does not fit resnet_6blocks (n_blocks=6, norm=instance, ngf=8, dropout=0.0): the second conv of each "
@@ -252,6 +256,16 @@ def test_a_file_that_does_not_fit_names_the_option(state, model_name, options, m
     text = str(raised.value)
     assert message in text and "\n" not in text
     assert raised.value.exit_code == 2
+
+
+@pytest.mark.parametrize("depth", [4, 5, 6])
+def test_the_export_refuses_every_unet_depth_but_7_and_8_in_the_same_words(depth):
+    from nectargan_models.reference import reference_build
+
+    with pytest.raises(ReferenceMismatch) as raised:
+        reference_build("unet", {"depth": depth, "ngf": 8, "dropout_layers": 0})
+    assert str(raised.value) == (f"unet with depth={depth}: the reference's define_G builds UNets of depth 7 "
+                                 "(unet_128) and 8 (unet_256) only")
 
 
 @pytest.mark.parametrize("model_name,options,message", [

@@ -27,7 +27,7 @@ FORMATS = (tarfile.GNU_FORMAT, tarfile.PAX_FORMAT)
 def member(name: str, kind: bytes = tarfile.REGTYPE, data: bytes = b"", link: str = "") -> Member:
     info = tarfile.TarInfo(name)
     info.type, info.linkname, info.mode, info.mtime = kind, link, 0o644 if kind != tarfile.DIRTYPE else 0o755, 1_700_000_000
-    if kind in (tarfile.REGTYPE, tarfile.AREGTYPE):
+    if kind in (tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.GNUTYPE_SPARSE, tarfile.CONTTYPE):
         info.size = len(data)
         return info, data
     return info, None
@@ -61,6 +61,16 @@ def cve_2025_4517_chain(dest: Path, outside: Path) -> list[Member]:
     return members
 
 
+def pax_sparse(name: str) -> list[Member]:
+    """A PAX 1.0 sparse file (what GNU tar --sparse --format=pax writes): a REGTYPE header whose data starts
+    with the sparse map; tarfile marks it with ``.sparse``, and copying its data out would write the map."""
+    data = b"1\n0\n64\n".ljust(512, b"\0") + b"s" * 64
+    info, _ = member(name + ".png", data=data)
+    info.pax_headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.name": name,
+                        "GNU.sparse.realsize": "64"}
+    return [(info, data)]
+
+
 def _long_path(dest: Path) -> str:
     return "/".join(["p" * 200] * ((4096 - len(str(dest))) // 201 + 2)) + "/x.png"
 
@@ -80,6 +90,9 @@ HOSTILE: dict[str, Callable[[Path, Path], list[Member]]] = {
     "character device": lambda dest, out: [member("set/null", tarfile.CHRTYPE)],
     "block device": lambda dest, out: [member("set/sda", tarfile.BLKTYPE)],
     "fifo": lambda dest, out: [member("set/pipe", tarfile.FIFOTYPE)],
+    "GNU sparse file": lambda dest, out: [member("set/train/sparse.png", tarfile.GNUTYPE_SPARSE, data=b"x" * 64)],
+    "PAX sparse file": lambda dest, out: pax_sparse("set/train/sparse.png"),
+    "contiguous file": lambda dest, out: [member("set/train/contiguous.png", tarfile.CONTTYPE, data=b"x" * 64)],
     "absolute name": lambda dest, out: [member(str(out / "pwned.txt"), data=b"x")],
     "dot-dot": lambda dest, out: [member("set/../../pwned.txt", data=b"x")],
     "dot-dot after normalisation": lambda dest, out: [member("set/a/./../../../pwned.txt", data=b"x")],
@@ -132,6 +145,7 @@ def hostile_archive(path: Path, kind: str, seed: int, dest: Path, outside: Path)
     if kind.startswith(("duplicate", "file then folder")):  # these need the harmless tree before them
         members = base + hostile
     fmt = tarfile.GNU_FORMAT if kind.startswith(("path over", "name component")) else chosen.format
+    fmt = tarfile.PAX_FORMAT if kind.startswith("PAX") else fmt
     return build(path, members, chosen.compression, fmt)
 
 

@@ -33,6 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import config_adversary as adversary
+from nectargan_core import limits
 from nectargan_core.config import load_config, load_file
 from nectargan_core.errors import ConfigError
 from nectargan_core.plugins import get_plugins
@@ -407,8 +408,8 @@ def test_a_duplicate_key_through_the_cli(tmp_path):
 ISSUE_CASES = [
     ("trainer: pix2pix\ndata: {num_workers: 1000000000}\n", "num_workers: must be at most"),
     ("trainer: pix2pix\ndata: {load_size: 1000000, crop_size: 1000000}\n", "load_size: must be at most 8192"),
-    ("run: {seed: 1e30}\n", "run.seed: too large"),
-    ("run: {seed: 1.0e30}\n", "run.seed: too large"),
+    ("run: {seed: 1e30}\n", "run.seed: must be an integer (got 1e+30)"),
+    ("run: {seed: 1.0e30}\n", "run.seed: must be an integer (got 1e+30)"),
     ("run: {seed: 99999999999}\n", "run.seed: must be at most 4294967295"),
     ("run: {threads: 1099511627776}\n", "run.threads: must be at most"),
     ('run: {name: "a\\0b"}\n', "U+0000"),
@@ -427,6 +428,45 @@ def test_the_issue_cases_are_one_line_each(text, message, tmp_path):
     file.write_text(text)
     stderr = assert_cli_clean(file)
     assert len(stderr.strip().splitlines()) == 1 and message in stderr, stderr
+
+
+STRICT_CASES = [
+    ("run: {deterministic: off}\n", 'run.deterministic: must be true or false (got "off")'),
+    ("run: {deterministic: yes}\n", 'run.deterministic: must be true or false (got "yes")'),
+    ("run: {deterministic: 1}\n", "run.deterministic: must be true or false (got 1)"),
+    ("checkpoint: {save_last: 'true'}\n", 'checkpoint.save_last: must be true or false (got "true")'),
+    ("loop: {epochs: '2'}\n", 'loop.epochs: must be an integer (got "2")'),
+    ("loop: {epochs: 2.0}\n", "loop.epochs: must be an integer (got 2.0)"),
+    ("trainer: pix2pix\noptim: {lr_g: '1e-4'}\n", 'optim.lr_g: must be a number (got "1e-4")'),
+    ("trainer: pix2pix\ndata: {num_workers: '2'}\n", 'num_workers: must be an integer (got "2")'),
+]
+
+
+@pytest.mark.parametrize("text,message", STRICT_CASES, ids=[m.split(":")[0] + str(i) for i, (_, m) in enumerate(STRICT_CASES)])
+def test_no_boolean_or_integer_is_coerced_from_another_type(text, message, tmp_path):
+    """pydantic's lax mode read off/yes/1 as booleans and '2'/2.0 as 2 (issue 13): refused naming the key."""
+    file = tmp_path / "case.yaml"
+    file.write_text(text)
+    kind, result = outcome(file)
+    assert kind == "refused" and message in str(result), result
+
+
+def test_set_values_are_yaml_1_2_scalars_of_the_key_type():
+    """``--set`` reads the same as a file: 5 is an integer, 007 stays a name, off is text (refused for a boolean)."""
+    config = load_config(None, ["loop.epochs=5", "run.name=007", "run.deterministic=true", "run.seed=010",
+                                "trainer=pix2pix", "optim.lr_g=1e-4", "data.num_workers=2"], registry())
+    assert (config.loop.epochs, config.run.name, config.run.deterministic, config.run.seed) == (5, "007", True, 10)
+    assert config.optim.lr_g == 1e-4 and config.data.num_workers == 2
+    from nectargan_core.config import dump_yaml, parse_override_value
+    from nectargan_core.strict_yaml import load_yaml
+
+    kept = {"free": parse_override_value("007")}  # a bare value kept as given (free-form options) dumps as its text
+    assert load_yaml(dump_yaml(kept)) == {"free": "007"}
+    for override, message in [("run.deterministic=off", 'must be true or false (got "off")'),
+                              ("run.deterministic=1", "must be true or false (got 1)"),
+                              ("loop.epochs=2.0", "must be an integer (got 2.0)")]:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            load_config(None, [override], registry())
 
 
 def test_yaml_1_1_surprises_read_as_written(tmp_path):
@@ -491,3 +531,72 @@ def test_the_documented_limits_table_lists_every_bound_the_tests_check():
         assert f"`{name}`" in limits or name.split(".")[1] in limits, name
     for number in ("1 MiB", "32 levels", "aliases expanded | 10000 |", "4096 characters", "4294967295", "8192", "65536", "16383", "2047"):
         assert number in limits, number
+
+
+# -- every number option of every command: finite and bounded -------------------------
+def _numeric_params() -> list[tuple[str, Any]]:
+    """``(command path + option, param)`` for every number option or argument of every installed command."""
+    import click
+
+    from nectargan_core.cli.main import cli
+
+    group = click.Group("nectargan", commands=dict(cli.commands))
+    get_plugins().add_commands(group)
+    found, stack = [], [("nectargan", group)]
+    while stack:
+        path, command = stack.pop()
+        if isinstance(command, click.Group):
+            stack.extend((f"{path} {name}", sub) for name, sub in command.commands.items())
+            continue
+        for param in command.params:
+            if isinstance(param.type, (click.types.IntParamType, click.types.FloatParamType,
+                                       limits.BoundedInt, limits.BoundedFloat)):
+                found.append((f"{path} {param.opts[0]}", param))
+    return sorted(found, key=lambda item: item[0])
+
+
+def test_every_number_option_has_finite_bounds_on_both_sides():
+    """click's own INT/FLOAT and open-ended ranges let nan, inf or 10**20 through: only bounded types may be used."""
+    import click
+
+    params = _numeric_params()
+    assert any(name.endswith("--deadline") for name, _ in params) and len(params) >= 15, params
+    unbounded = [f"{name}: {param.type!r}" for name, param in params
+                 if not isinstance(param.type, (limits.BoundedInt, limits.BoundedFloat))
+                 # an IntRange closed on both sides is fine (--png-compression 0..9, --port); floats never are
+                 and not (type(param.type) is click.IntRange and None not in (param.type.min, param.type.max))]
+    assert not unbounded, unbounded
+
+
+@pytest.mark.parametrize("text", ["nan", "NaN", "inf", "-inf", "1e400", "-1e400", "1" + "0" * 5000])
+def test_no_float_option_takes_a_non_finite_or_huge_number(text):
+    import click
+
+    floats = [(name, param) for name, param in _numeric_params() if isinstance(param.type, limits.BoundedFloat)]
+    assert {name.split()[-1] for name, _ in floats} >= {"--val", "--test", "--deadline", "--tolerance"}, floats
+    for name, param in floats:
+        with pytest.raises(click.BadParameter) as refused:
+            param.type.convert(text, param, None)
+        message = refused.value.format_message()
+        assert param.opts[0] in message and ("finite" in message or "out of range" in message), (name, message)
+        assert param.type.allowed() in message, (name, message)
+
+
+NON_FINITE_CASES = [
+    (["data", "synth", "out", "--val", "nan"], "'--val': nan is not a finite number; use a number >= 0 and < 1"),
+    (["data", "split", "out", "--test", "nan"], "'--test': nan is not a finite number"),
+    (["data", "download", "facades", "--deadline", "nan"], "'--deadline': nan is not a finite number"),
+    (["data", "download", "facades", "--deadline", "1e400"], "'--deadline': 1e400 is not a finite number"),
+    (["data", "download", "facades", "--deadline", "1e9"], "'--deadline': 1e9 is out of range; use a number > 0 "
+                                                          "and <= 604800: a download that needs more than a week"),
+]
+
+
+@pytest.mark.parametrize("args,message", NON_FINITE_CASES, ids=[" ".join(a[:2]) + " " + a[-1] for a, _ in NON_FINITE_CASES])
+def test_non_finite_numbers_on_the_command_line_are_one_line(args, message, tmp_path):
+    """data synth --val nan was a traceback, data download --deadline nan switched the deadline off (issue 13)."""
+    result = run_cli(*args, cwd=tmp_path, timeout=CLI_SECONDS)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-1000:]
+    error = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(error) == 1 and message in error[0], result.stderr
+    assert not any(tmp_path.iterdir()), "nothing is written for a refused option"

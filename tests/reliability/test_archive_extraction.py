@@ -160,6 +160,46 @@ def test_a_local_archive_path_and_a_file_url_work_and_name_the_file(tmp_path):
     assert line == f"error: {tmp_path / 'none.tar'}: no such archive file"
 
 
+def test_a_local_source_that_is_not_a_regular_file_says_what_it_is(tmp_path):
+    """A folder, a FIFO or /dev/zero given as --url was 'no such archive file' (issue 13)."""
+    folder, fifo = tmp_path / "folder.tar", tmp_path / "pipe.tar"
+    folder.mkdir()
+    os.mkfifo(fifo)
+    for source, what in ((folder, "a folder"), (fifo, "a FIFO"), (Path("/dev/zero"), "a device")):
+        line = one_error_line(run_nectargan("data", "download", "x", "--url", source, "--dest", tmp_path / "z"))
+        assert line.startswith(f"error: {source}: is {what}, not an archive file; give the path of a .tar"), line
+    assert not (tmp_path / "z").exists()
+
+
+@pytest.mark.skipif(shutil.which("tar") is None, reason="no tar program to make a real sparse archive")
+def test_a_real_sparse_archive_is_refused_in_one_line(tmp_path):
+    """GNU tar --sparse writes sparse members, which tarfile calls files: refused, not written as their map or 0 bytes."""
+    import subprocess
+
+    source = tmp_path / "src" / "set" / "train"
+    source.mkdir(parents=True)
+    (source / "0.png").write_bytes(b"p" * 64)
+    with open(source / "hole.png", "wb") as handle:
+        handle.seek(1 << 20)
+        handle.write(b"end")
+    archives = []
+    for fmt in ("gnu", "pax"):
+        archive = tmp_path / f"sparse-{fmt}.tar"
+        subprocess.run(["tar", "--sparse", f"--format={fmt}", "-cf", str(archive), "-C", str(tmp_path / "src"), "set"],
+                       check=True)
+        with tarfile.open(archive) as tar:
+            if not any(m.sparse is not None or m.type == tarfile.GNUTYPE_SPARSE for m in tar):
+                pytest.skip("this file system reports no holes, so tar wrote no sparse member")
+        archives.append(archive)
+    for archive in archives:
+        dest = tmp_path / f"dest-{archive.stem}"
+        line = one_error_line(run_nectargan("data", "download", "set", "--url", archive, "--dest", dest))
+        assert line == (f"error: {archive}: refusing to extract 'set/train/hole.png': it is a sparse file "
+                        "(pack the archive without --sparse); a dataset holds only files and folders; "
+                        "nothing was extracted"), line
+        assert not dest.exists()
+
+
 def test_a_checksum_given_by_the_user_is_verified(tmp_path):
     archive = build(tmp_path / "a.tar.gz", harmless(2))
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()

@@ -95,6 +95,7 @@ def assert_one_line_and_nothing_changed(run_dir: Path, tmp_path: Path, command: 
         result = run_nectargan(*args(location.path), location=location)
         line = one_error_line(result)
         assert str(named(location.path)) in line and any(reason in line for reason in REASONS[kind]), line
+        assert ".tmp-" not in line, line  # the target is named, not the temp file it is written through
         after = snapshot(location.path)
         assert after == before, sorted(set(after) ^ set(before))  # no 0-byte, partial or temp file; nothing changed
     finally:
@@ -204,6 +205,39 @@ def test_resume_names_the_file_and_the_missing_entry(run_dir, crafted, tmp_path)
                     ("rng", "torch"), ("state", "generator")}:
             assert error is not None, path
     assert failed >= 8
+
+
+def replaced(checkpoint: dict, path: tuple[str, ...], value: object) -> dict:
+    crafted = {**checkpoint}
+    node = crafted
+    for key in path[:-1]:
+        node[key] = {**node[key]}
+        node = node[key]
+    node[path[-1]] = value
+    return crafted
+
+
+def test_resume_names_the_file_and_an_entry_of_the_wrong_type(run_dir, tmp_path):
+    """rng.numpy = "x" was 'cannot restore: TypeError: string indices must be integers' (issue 13): every RNG entry
+    and its parts, replaced by text, a number or a list, is one line naming the file and the entry's path."""
+    copy_run(run_dir, tmp_path)
+    checkpoint = load_checkpoint(run_dir / "checkpoints" / "epoch0000-step00000008.pt")
+    paths = [("rng",)] + [("rng", key) for key in checkpoint["rng"]] + [
+        ("rng", key, part) for key in ("python", "numpy") for part in checkpoint["rng"][key]]
+    for index, path in enumerate(paths):
+        original = checkpoint
+        for key in path:
+            original = original[key]
+        for value in ("x", 7, [1, 2]):
+            if type(value) is type(original) or all(isinstance(v, (int, float)) for v in (value, original)):
+                continue  # a number where a number belongs is a valid state
+            file = tmp_path / f"wrong{index}-{type(value).__name__}.pt"
+            torch.save(replaced(checkpoint, path, value), file)
+            with pytest.raises(NectarGANError) as refused:
+                Run.resume(tmp_path / "run", checkpoint=file)
+            text = str(refused.value)
+            named = ".".join(path[:2])  # the generator's own parts are named by the generator (rng.numpy)
+            assert "\n" not in text and text.startswith(f"{file}: cannot restore entry '{named}"), text
 
 
 CRAFTED_COMMANDS = ["predict", "test", "export", "train --resume"]

@@ -110,3 +110,21 @@ def test_a_run_whose_config_is_an_alias_bomb_is_one_line_not_a_hang(tmp_path):
     assert result.returncode != 0 and "Traceback" not in result.stderr
     errors = result.stderr.strip().splitlines()
     assert len(errors) == 1 and "alias bomb" in errors[0] and "config.yaml" in errors[0], result.stderr
+
+
+# -- what commands print about the paths they were given ---------------------------------------------
+def test_the_paths_commands_print_are_escaped_not_stripped(tmp_path):
+    """data synth printed '/tmp/lim/z\\x1b[2Jz' as '/tmp/lim/zz': click strips escape sequences when not on a
+    terminal, which hides them instead of showing them (issue 13). Every success line shows them escaped."""
+    hostile = tmp_path / "z\x1b[2Jz"
+    shown = str(hostile).replace("\x1b", "\\x1b")
+    cases = [
+        (("data", "synth", hostile, "--count", "10", "--size", "16"),
+         f"wrote 10 aligned 16x16 pairs to {shown} (train 8"),
+        (("data", "check", hostile), f"ok: {shown}: aligned layout"),
+        (("config", "init", "-o", tmp_path / "c\x1b[31m.yaml"), "wrote " + str(tmp_path / "c\\x1b[31m.yaml")),
+    ]
+    for args, expected in cases:
+        result = run_cli(*args, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert expected in result.stdout and not UNSAFE.search(result.stdout), repr(result.stdout)

@@ -33,12 +33,19 @@ def is_true(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and node.value is True
 
 
+#: torchvision's native image decoders: untrusted bytes must not reach them (class 2 of issue 13).
+TORCHVISION_DECODERS = {"decode_image", "decode_png", "decode_jpeg", "decode_webp", "decode_gif", "decode_avif",
+                        "decode_heic"}
+
+
 def problem(call: ast.Call) -> str | None:
     """Why this call is unsafe, or None."""
     name = dotted(call.func)
     if name in ("eval", "exec", "compile", "os.system", "os.popen", "yaml.unsafe_load", "yaml.full_load",
                 "pickle.load", "pickle.loads", "marshal.load", "marshal.loads", "shelve.open", "dill.load"):
         return f"{name}()"
+    if name.startswith(("torchvision.io.", "io.decode_")) or name in TORCHVISION_DECODERS:
+        return f"{name}(): image bytes reach torchvision's decoders (one damaged PNG byte segfaulted them); use Pillow"
     if is_true(keyword(call, "shell")):
         return f"{name}(shell=True)"
     if name == "torch.load":
@@ -50,8 +57,12 @@ def problem(call: ast.Call) -> str | None:
 
 
 def scan(text: str) -> list[str]:
-    return [f"line {node.lineno}: {why}" for node in ast.walk(ast.parse(text))
-            if isinstance(node, ast.Call) and (why := problem(node))]
+    tree = ast.parse(text)
+    calls = [f"line {node.lineno}: {why}" for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and (why := problem(node))]
+    imports = [f"line {node.lineno}: import from torchvision.io (its image decoders are not safe on damaged bytes)"
+               for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module == "torchvision.io"]
+    return calls + imports
 
 
 def test_the_scan_covers_the_code():
@@ -62,7 +73,8 @@ def test_the_scan_covers_the_code():
 @pytest.mark.parametrize("snippet", [
     "eval(cfg)", "exec(code)", "import os\nos.system('ls')", "subprocess.run(cmd, shell=True)",
     "pickle.load(f)", "torch.load(p)", "torch.load(p, weights_only=False)", "yaml.load(s)",
-    "yaml.load(s, Loader=yaml.Loader)", "yaml.unsafe_load(s)",
+    "yaml.load(s, Loader=yaml.Loader)", "yaml.unsafe_load(s)", "torchvision.io.decode_image(data)",
+    "torchvision.io.read_image(p)", "from torchvision.io import decode_png", "decode_png(data)",
 ])
 def test_the_scan_finds_unsafe_calls(snippet):
     assert scan(snippet)
@@ -70,7 +82,8 @@ def test_the_scan_finds_unsafe_calls(snippet):
 
 @pytest.mark.parametrize("snippet", [
     "model.eval()", "torch.load(p, map_location='cpu', weights_only=True)", "yaml.safe_load(s)",
-    "yaml.load(s, Loader=yaml.SafeLoader)", "subprocess.run(['git', 'status'])",
+    "yaml.load(s, Loader=yaml.SafeLoader)", "subprocess.run(['git', 'status'])", "read_image(path)",
+    "Image.open(path)",
 ])
 def test_the_scan_allows_safe_calls(snippet):
     assert not scan(snippet)

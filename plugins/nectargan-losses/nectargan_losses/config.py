@@ -25,17 +25,21 @@ from pydantic import BaseModel, Field, ValidationError, ValidationInfo, model_va
 
 from nectargan_core.config import Section, describe_errors, registry_from
 from nectargan_core.errors import ConfigError, PluginError
-from nectargan_core.registry import Registry, unknown_name_message
+from nectargan_core.registry import QUALIFIER, Component, Registry
 
 from .options import ScheduleChoice
 from .specs import GAN, LossSpec, TermSpec
 
 TERM_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_+-]{0,63}$")
+#: An ``add`` key that is a qualified loss name: ``distribution:name`` (or ``plugin:name``).
+QUALIFIED_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*:[A-Za-z][A-Za-z0-9_+-]{0,63}$")
 
 
 class TermEdit(Section):
     """Changes to one term of the spec; unset keys keep the spec's values."""
 
+    loss: Optional[str] = Field(None, description="Another registered loss for the term, e.g. the qualified "
+                                                  "name of a shared one (distribution:name)")
     weight: Optional[float] = Field(None, ge=0, description="New constant weight (0 turns the term off)")
     schedule: Optional[ScheduleChoice] = Field(None, description="Weight schedule replacing the weight")
     options: dict[str, Any] = Field(default_factory=dict, description="Loss options, merged over the spec's")
@@ -50,7 +54,8 @@ class TermEdit(Section):
 class AddedTerm(Section):
     """A generator term added by config: ``loss(fake_B, real_B)`` times its weight."""
 
-    loss: Optional[str] = Field(None, description="Registered loss name (default: the term's name)")
+    loss: Optional[str] = Field(None, description="Registered loss name, bare or distribution:name "
+                                                  "(default: the term's key)")
     weight: float = Field(1.0, ge=0, description="Constant weight (ignored when schedule is set)")
     schedule: Optional[ScheduleChoice] = Field(None, description="Weight schedule")
     options: dict[str, Any] = Field(default_factory=dict, description="Options of the loss")
@@ -113,17 +118,38 @@ def load_spec(registry: Registry, name: str) -> LossSpec:
         ) from None
 
 
+def is_objective(component: Component) -> bool:
+    """Whether a registered loss is a GAN objective (registered with ``gan=True``)."""
+    return bool(component.meta.get("gan"))
+
+
+def is_pair_loss(component: Component) -> bool:
+    """Whether a registered loss compares two images (every loss that is not a GAN objective)."""
+    return not is_objective(component)
+
+
 def gan_objectives(registry: Registry) -> list[str]:
-    """Registered losses that are GAN objectives (registered with ``gan=True``)."""
-    return [c.name for c in registry.all("loss") if c.meta.get("gan")]
+    """Registered losses that are GAN objectives, as names to write (qualified where two plugins share one)."""
+    return registry.listing("loss", is_objective)
+
+
+def term_name(key: str) -> str:
+    """The term name of an ``add`` key: the key, or the name part of a qualified ``distribution:name`` key."""
+    return key.rpartition(QUALIFIER)[2]
 
 
 def resolve_terms(section: LossSection, registry: Registry) -> ResolvedLoss:
-    """Apply drop, terms and add to the spec; raise ValueError naming the key at fault."""
+    """Apply drop, terms and add to the spec; raise ValueError naming the key at fault.
+
+    Loss names (``gan_mode``, ``add.*.loss``) may be bare or qualified
+    (``distribution:name``); an ``add`` key may be a qualified loss name too, which
+    adds a term named after the loss's bare name that uses exactly that loss.
+    """
     spec = load_spec(registry, section.spec)
-    objectives = gan_objectives(registry)
-    if section.gan_mode not in objectives:
-        raise ValueError("gan_mode: " + unknown_name_message("GAN objective", section.gan_mode, objectives))
+    try:
+        registry.get("loss", section.gan_mode, among=is_objective, label="GAN objective")
+    except PluginError as exc:
+        raise ValueError(f"gan_mode: {exc}") from None
     gan_options = validated_options(registry, "loss", section.gan_mode, section.gan_options, "gan_options")
 
     names = list(spec.terms)
@@ -139,34 +165,55 @@ def resolve_terms(section: LossSection, registry: Registry) -> ResolvedLoss:
         base = terms[name]
         if base.loss == GAN and edit.options:
             raise ValueError(f"terms.{name}.options: the '{GAN}' term takes no options; set gan_options instead")
+        if edit.loss is not None and (base.loss == GAN) != (edit.loss == GAN):
+            raise ValueError(f"terms.{name}.loss: the '{GAN}' term's objective is chosen by gan_mode, and no other "
+                             f"term may become '{GAN}'")
         if edit.schedule is not None:
             weight, schedule = base.weight, edit.schedule
         elif edit.weight is not None:
             weight, schedule = edit.weight, None
         else:
             weight, schedule = base.weight, base.schedule
-        terms[name] = TermSpec(loss=base.loss, role=base.role, weight=weight, schedule=schedule,
-                               options={**base.options, **edit.options})
-    pair_losses = [c.name for c in registry.all("loss") if not c.meta.get("gan")]
-    for name, added in section.add.items():
-        if not TERM_NAME.match(name):
-            raise ValueError(f"add.{name}: term names start with a letter and use letters, digits, _ + -")
+        loss = edit.loss if edit.loss is not None else base.loss
+        options = {**base.options, **edit.options} if loss == base.loss else dict(edit.options)
+        terms[name] = TermSpec(loss=loss, role=base.role, weight=weight, schedule=schedule, options=options)
+    added_at: dict[str, str] = {}  # term name -> its key under add
+    for key, added in section.add.items():
+        name = term_name(key)
+        if not TERM_NAME.match(name) or (name != key and not QUALIFIED_KEY.match(key)):
+            raise ValueError(f"add.{key}: term names start with a letter and use letters, digits, _ + - "
+                             "(or write a qualified loss name, distribution:name, whose name part becomes the "
+                             "term name)")
         if name in terms:
-            raise ValueError(f"add.{name}: the spec already has this term; edit it under terms, or drop it first")
-        loss = added.loss or name
-        if loss not in pair_losses:
-            hint = f" ('{loss}' is a GAN objective: choose it with gan_mode)" if loss in objectives else ""
-            raise ValueError(f"add.{name}.loss: " + unknown_name_message("loss", loss, pair_losses) + hint)
+            if name not in added_at:
+                raise ValueError(f"add.{key}: the spec already has this term; edit it under terms, or drop it first")
+            raise ValueError(f"add.{key}: add.{added_at[name]} already adds the term '{name}'; give one of them "
+                             "another key and its loss under loss")
+        loss = added.loss or key
+        try:
+            registry.get("loss", loss, among=is_pair_loss)
+        except PluginError as exc:
+            objective = any(is_objective(c) for c in registry.providers("loss", term_name(loss)))
+            hint = f" ('{loss}' is a GAN objective: choose it with gan_mode)" if objective else ""
+            raise ValueError(f"add.{key}.loss: {exc}{hint}") from None
+        added_at[name] = key
         terms[name] = TermSpec(loss=loss, weight=added.weight, schedule=added.schedule, options=added.options)
 
     final: dict[str, TermSpec] = {}
     for name, term in terms.items():
-        where = f"add.{name}" if name in section.add else f"terms.{name}"
-        if term.loss in objectives:
+        where = f"add.{added_at[name]}" if name in added_at else f"terms.{name}"
+        if term.loss != GAN and registry.has("loss", term.loss) and all(
+                is_objective(c) for c in registry.providers("loss", term_name(term.loss))):
             raise ValueError(f"{where}: '{term.loss}' is a GAN objective; use loss '{GAN}' and set gan_mode")
         options = term.options
         if term.loss != GAN:
-            options = validated_options(registry, "loss", term.loss, term.options, where, ".options")
+            try:
+                options = validated_options(registry, "loss", term.loss, term.options, where, ".options")
+            except ValueError as exc:
+                shared = QUALIFIER not in term.loss and len(registry.providers("loss", term.loss)) > 1
+                if name in added_at or not shared:
+                    raise
+                raise ValueError(f"{exc} (under {where}.loss)") from None
         schedule = term.schedule
         if schedule is not None:
             checked = validated_options(registry, "schedule", schedule.name, schedule.options, f"{where}.schedule")

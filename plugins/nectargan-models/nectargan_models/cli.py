@@ -19,6 +19,7 @@ from nectargan_core.errors import ConfigError
 from nectargan_core.limits import IMAGE_SIDE_OPTION
 from nectargan_core.plugins import get_plugins
 from nectargan_core.registry import Component
+from nectargan_core.text import printable, printable_lines
 
 
 @click.group("models")
@@ -152,14 +153,14 @@ def import_model(file: Path, arch: str, overrides: tuple[str, ...], output: Path
     earlier = load_checkpoint(into) if into is not None else None
     imported = import_reference(file, arch, overrides, into=earlier, into_name=str(into))
     written = write_checkpoint(imported, output or into, force=force or into is not None)
-    click.echo(imported.summary())
+    click.echo(printable_lines(imported.summary()))
     networks = " and ".join(imported.payload["state"])
     held = imported.payload["state"]
     use = "predict, test, export or train --init-from" if "generator" in held else "train --init-from"
     lacking = next((role for role in ("generator", "discriminator") if role not in held), None)
     if lacking is not None:  # the network it lacks would start from random weights: that must be asked for
         use += f" --init-from-partial (it holds no {lacking})"
-    click.echo(f"wrote {written} ({networks}); use it with nectargan {use}")
+    click.echo(printable(f"wrote {written} ({networks}); use it with nectargan {use}"))
 
 
 def resolve_options(component: Component, overrides: tuple[str, ...] | list[str]) -> dict[str, Any]:

@@ -216,6 +216,14 @@ class ReferenceBuild:
                         for name, value in self.flags.items() if value is not False)
 
 
+#: UNet depth -> the ``--netG`` of the reference's ``define_G`` that builds it (no other depth).
+UNET_ARCHS = {7: "unet_128", 8: "unet_256"}
+
+
+def unet_depth_refusal(depth: int) -> str:
+    return f"depth={depth}: the reference's define_G builds UNets of depth 7 (unet_128) and 8 (unet_256) only"
+
+
 def reference_build(model_name: str, options: Mapping[str, Any]) -> ReferenceBuild:
     """The reference's ``define_G``/``define_D`` call (and flags) that builds our ``model_name`` with ``options``.
 
@@ -226,14 +234,17 @@ def reference_build(model_name: str, options: Mapping[str, Any]) -> ReferenceBui
     reflection padding are offered. Anything else is a one-line
     :class:`ReferenceMismatch` naming the option.
     """
+    if MODEL_FAMILY.get(model_name) == "unet":  # before the layout: its own limit (5 levels) is not define_G's
+        depth = _resolved_options(model_name, options)["depth"]
+        if depth not in UNET_ARCHS:
+            raise ReferenceMismatch(f"{model_name} with {unet_depth_refusal(depth)}")
     layout = reference_layout(model_name, options)
     o = layout.options
     family = MODEL_FAMILY[model_name]
     if family in ("unet", "resnet"):
         if family == "unet":
-            arch = {7: "unet_128", 8: "unet_256"}.get(o["depth"])
-            refused = None if arch else (f"depth={o['depth']}: the reference's define_G builds UNets of depth 7 "
-                                         "(unet_128) and 8 (unet_256) only")
+            arch = UNET_ARCHS.get(o["depth"])
+            refused = None if arch else unet_depth_refusal(o["depth"])
             dropout = o["dropout_layers"] > 0
         else:
             arch = {6: "resnet_6blocks", 9: "resnet_9blocks"}.get(o["n_blocks"])
@@ -476,6 +487,18 @@ class Found:
             (self.family, depth or blocks or layers), {"nlayer": "n_layers"}.get(self.family or ""))
 
 
+    def import_options(self) -> str | None:
+        """The ``--arch`` (and ``--set`` of what the file shows) to import it with, e.g. ``--arch unet --set depth=5``."""
+        arch = self.arch()
+        if arch is not None:
+            return f"--arch {arch}"
+        generic = {"unet": ("unet", "depth"), "resnet": ("resnet", "n_blocks")}.get(self.family or "")
+        if generic is None or self.options.get(generic[1]) is None:
+            return None
+        model, option = generic
+        return f"--arch {model} --set {option}={self.options[option]}"
+
+
 def inspect_reference(state: Mapping[str, torch.Tensor]) -> Found:
     """Which reference network ``state`` comes from and, as far as the tensors tell, with which options."""
     keys = set(state)
@@ -559,8 +582,7 @@ def mismatch_message(state: Mapping[str, torch.Tensor], layout: Layout, source: 
         return (f"{head}: it is not a state dict of a reference network (keys such as {sample}); "
                 "pass a generator or discriminator state dict saved by pytorch-CycleGAN-and-pix2pix")
     if found.family != family:
-        arch = found.arch()
-        hint = f"; try --arch {arch}" if arch else ""
+        hint = f"; try {found.import_options()}" if found.import_options() else ""
         return f"{head}: it holds a {FAMILY_NAMES[found.family]}, not a {FAMILY_NAMES[family]}{hint}"
     differences = _differences(found, layout)
     if differences:

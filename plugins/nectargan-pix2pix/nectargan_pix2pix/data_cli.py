@@ -13,12 +13,15 @@ from typing import Optional
 
 import click
 
-from nectargan_core.limits import IMAGE_SIDE_OPTION, SEED_OPTION, BoundedInt
+from nectargan_core.limits import FRACTION_OPTION, IMAGE_SIDE_OPTION, SEED_OPTION, BoundedFloat, BoundedInt
+from nectargan_core.text import printable, printable_lines
 
 from .data.errors import DatasetError
 
 DirPath = click.Path(file_okay=False, path_type=Path)
-Fraction = click.FloatRange(0.0, 1.0, max_open=True)
+Fraction = FRACTION_OPTION
+#: ``data download --deadline``: a week; the default (6 h) fits the largest built-in dataset on a slow line.
+DEADLINE_OPTION = BoundedFloat(0.0, 7 * 86_400.0, "a download that needs more than a week has stalled", low_open=True)
 #: Synthetic scenes are drawn at 4x supersampling: 2048 pixels take about 1 GB of memory and 15 s per pair.
 SYNTH_SIDE = BoundedInt(16, 2048, "scenes are drawn at 4x supersampling, and a 2048-pixel pair already takes "
                                   "about 1 GB of memory and 15 s")
@@ -59,7 +62,7 @@ def synth(out_dir: Path, count: int, size: int, seed: int, val: float, test: flo
         click.echo(f"wrote 2 x {count} unpaired {size}x{size} images to {out_dir} ({_counts(counts)} per domain)")
         return
     counts = write_synthetic(out_dir, count=count, size=size, seed=seed, val=val, test=test)
-    click.echo(f"wrote {count} aligned {size}x{size} pairs to {out_dir} ({_counts(counts)})")
+    click.echo(printable(f"wrote {count} aligned {size}x{size} pairs to {out_dir} ({_counts(counts)})"))
 
 
 @data_group.command("pair")
@@ -80,7 +83,7 @@ def pair(a_dir: Path, b_dir: Path, out_dir: Path, size: Optional[int]) -> None:
     from .data.prepare import pair_folders
 
     counts = pair_folders(a_dir, b_dir, out_dir, size=size)
-    click.echo(f"wrote {sum(counts.values())} aligned pairs to {out_dir} ({_counts(counts)})")
+    click.echo(printable(f"wrote {sum(counts.values())} aligned pairs to {out_dir} ({_counts(counts)})"))
 
 
 @data_group.command("split")
@@ -117,7 +120,7 @@ def split(directory: Path, val: float, test: float, seed: int, copy: bool, unpai
         return
     counts = split_folder(directory, val=val, test=test, seed=seed, copy=copy)
     verb = "copied" if copy else "moved"
-    click.echo(f"split {sum(counts.values())} images of {directory}: {_counts(counts)} ({verb})")
+    click.echo(printable(f"split {sum(counts.values())} images of {directory}: {_counts(counts)} ({verb})"))
 
 
 @data_group.command("check")
@@ -132,7 +135,9 @@ def check(directory: Path, layout: str, quick: bool) -> None:
 
     DIRECTORY is a dataset root (checks its train/, val/ and test/, or in the
     unpaired layout its trainA/ trainB/, valA/ valB/, testA/ testB/) or one
-    split folder. Every image is decoded unless --quick.
+    split folder. Every image is decoded unless --quick, with the decoder
+    training uses. Images stored turned with an EXIF orientation are read
+    upright; a note says how many there are.
 
     \b
     Examples:
@@ -156,19 +161,27 @@ def check(directory: Path, layout: str, quick: bool) -> None:
     splits = [s for s in SPLITS if (directory / s).is_dir()]
     folders = {s: directory / s for s in splits} or {directory.name: directory}
     problems: list[str] = []
+    oriented: list[tuple[Path, int]] = []
     found: dict[str, int] = {}
     layouts = set()
     for name, folder in folders.items():
         report = inspect_split(folder, layout, verify="header" if quick else "full")  # type: ignore[arg-type]
         problems += report.problems
+        oriented += report.oriented
         found[name] = len(report.pairs)
         layouts.add(report.layout)
+    if oriented:
+        from .data.pixels import describe_orientation
+
+        path, value = oriented[0]
+        click.echo(f"note: {len(oriented)} image(s) are stored turned, with an EXIF orientation; they are read "
+                   f"upright, as image viewers show them (e.g. {path}: {describe_orientation(value)})", err=True)
     for problem in problems:
-        click.echo(problem)
+        click.echo(printable_lines(problem))
     if problems:
         raise DatasetError(f"{directory}: {len(problems)} problem(s) found")
     checked = "headers read" if quick else "every image decoded"
-    click.echo(f"ok: {directory}: {'/'.join(sorted(layouts))} layout, {_counts(found)} pairs; {checked}")
+    click.echo(printable(f"ok: {directory}: {'/'.join(sorted(layouts))} layout, {_counts(found)} pairs; {checked}"))
 
 
 def _check_unpaired(directory: Path, quick: bool, only: Optional[str] = None) -> None:
@@ -202,7 +215,7 @@ def _check_unpaired(directory: Path, quick: bool, only: Optional[str] = None) ->
 @click.option("--dest", type=DirPath, default=Path("datasets"), show_default=True,
               help="Folder that receives the dataset folder.")
 @click.option("--sha256", "sha256", default=None, metavar="HEX", help="Expected SHA-256 of the archive.")
-@click.option("--deadline", type=click.FloatRange(min=0, min_open=True), default=6 * 3600, show_default=True,
+@click.option("--deadline", type=DEADLINE_OPTION, default=6 * 3600, show_default=True,
               metavar="SECONDS", help="Give up a download that takes longer than this.")
 def download(name: str, url: Optional[str], dest: Path, sha256: Optional[str], deadline: float) -> None:
     """Download a public pix2pix dataset and extract it safely into DEST/NAME.
@@ -227,14 +240,15 @@ def download(name: str, url: Optional[str], dest: Path, sha256: Optional[str], d
     if sha256 is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
         raise click.BadParameter("must be 64 hexadecimal digits", param_hint="--sha256")
     if url is not None and sha256 is None and plain_http(url):
-        click.echo(f"warning: {url} is plain HTTP and no --sha256 is given: nothing proves the archive "
+        click.echo(f"warning: {printable(url)} is plain HTTP and no --sha256 is given: nothing proves the archive "
                    "was not changed on the way", err=True)
     interactive = sys.stderr.isatty()
     folder, digest = download_dataset(name, dest, url=url, sha256=sha256, deadline=deadline,
                                       progress=_show_progress if interactive else None)
     if interactive:
         click.echo(err=True)
-    click.echo(f"downloaded {name} to {folder} (sha256 {digest}); check it with: nectargan data check {folder}")
+    click.echo(printable(f"downloaded {name} to {folder} (sha256 {digest}); "
+                         f"check it with: nectargan data check {folder}"))
 
 
 def _show_progress(done: int, total: Optional[int]) -> None:

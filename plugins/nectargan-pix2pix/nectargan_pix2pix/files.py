@@ -14,7 +14,8 @@ from typing import Sequence
 
 from nectargan_core.errors import NectarGANError
 
-from .data.check import UnreadableImage, image_size
+from .data.check import image_size
+from .data.pixels import UnreadableImage
 from .data.errors import DatasetError
 from .data.listing import IMAGE_EXTENSIONS
 

@@ -7,7 +7,15 @@ from typing import Optional
 
 import click
 
+from nectargan_core.limits import BoundedFloat, BoundedInt
+from nectargan_core.text import printable, printable_lines
+
 from .options import SizeType, checkpoint_option, direction_option
+
+#: ``--opset``: ONNX numbers its opsets in the twenties today; the exporter checks the exact one it supports.
+OPSET_OPTION = BoundedInt(7, 99, "ONNX has no opset anywhere near that")
+#: ``--tolerance``: outputs lie in [-1, 1], so no difference exceeds 2.
+TOLERANCE_OPTION = BoundedFloat(0.0, 2.0, "outputs lie in [-1, 1], so a larger tolerance accepts any export")
 
 
 @click.command("export")
@@ -22,8 +30,8 @@ from .options import SizeType, checkpoint_option, direction_option
                    "reference a folder, the reference's checkpoints/<name> (default: RUN_DIR/export/reference).")
 @click.option("--size", type=SizeType(), metavar="N|HxW", default=None,
               help="Input size N or HxW (default: the training crop size).")
-@click.option("--opset", type=click.IntRange(min=7), default=18, show_default=True, help="ONNX opset version.")
-@click.option("--tolerance", type=click.FloatRange(min=0), default=1e-4, show_default=True,
+@click.option("--opset", type=OPSET_OPTION, default=18, show_default=True, help="ONNX opset version.")
+@click.option("--tolerance", type=TOLERANCE_OPTION, default=1e-4, show_default=True,
               help="Largest accepted |export - pytorch| difference.")
 @direction_option
 def export_command(target: Path, fmt: str, which: str, output: Optional[Path], size: Optional[tuple[int, int]],
@@ -53,12 +61,12 @@ def export_command(target: Path, fmt: str, which: str, output: Optional[Path], s
         from ..reference_export import export_reference
 
         for line in export_reference(target, which, output=output).describe():
-            click.echo(line)
+            click.echo(printable_lines(line))
         return
     from ..export import export_generator
 
     report = export_generator(target, which, fmt=fmt, output=output, size=size, opset=opset, tolerance=tolerance,
                               direction=direction)
-    click.echo(report.parity.describe())
-    click.echo(f"wrote {report.path} ({report.size[0]}x{report.size[1]}, dynamic batch; {report.weights}) "
-               f"and {report.sidecar.name}")
+    click.echo(printable_lines(report.parity.describe()))
+    click.echo(printable(f"wrote {report.path} ({report.size[0]}x{report.size[1]}, dynamic batch; {report.weights}) "
+                         f"and {report.sidecar.name}"))

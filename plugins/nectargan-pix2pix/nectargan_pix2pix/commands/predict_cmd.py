@@ -8,6 +8,7 @@ from typing import Optional
 import click
 
 from nectargan_core.limits import BATCH_OPTION
+from nectargan_core.text import printable_lines
 
 from .options import (SizeType, check_reference_options, checkpoint_option, device_option, direction_option,
                       reference_options)
@@ -66,4 +67,4 @@ def predict_command(target: Path, inputs: tuple[Path, ...], out_dir: Path, which
     report = predict_jobs(target, jobs, out_dir, which=which, batch_size=batch_size, device=resolve_device(device),
                           fit=fit, size=size, png_compression=png_compression, arch=arch,
                           arch_options=arch_options, direction=direction)
-    click.echo(report.summary())
+    click.echo(printable_lines(report.summary()))

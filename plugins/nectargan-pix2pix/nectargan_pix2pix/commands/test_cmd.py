@@ -8,6 +8,7 @@ from typing import Optional
 import click
 
 from nectargan_core.limits import BATCH_OPTION
+from nectargan_core.text import printable, printable_lines
 
 from .options import check_reference_options, checkpoint_option, device_option, direction_option, reference_options
 
@@ -62,6 +63,7 @@ def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out
     report = run_test(run_dir, which, split=split, mode=mode, out_dir=out_dir, batch_size=batch_size,
                       device=resolve_device(device), data_root=data_root, grid=grid, arch=arch,
                       arch_options=arch_options, direction=direction)
-    click.echo(report.summary())
-    click.echo(f"results: {report.out_dir}" + (" (replaced the earlier results there)" if report.replaced else ""))
-    click.echo(f"page: {report.page}")
+    click.echo(printable_lines(report.summary()))
+    click.echo(printable(f"results: {report.out_dir}" + (" (replaced the earlier results there)" if report.replaced
+                                                          else "")))
+    click.echo(printable(f"page: {report.page}"))

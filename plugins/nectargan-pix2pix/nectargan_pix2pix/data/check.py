@@ -2,8 +2,9 @@
 
 A broken file found at epoch 37 wastes the 36 before it. The dataset runs
 :func:`inspect_split` when it is built (reading only image headers by
-default), and ``nectargan data check`` runs it with full decoding. Uses PIL
-only, so the command does not import torch.
+default), and ``nectargan data check`` runs it with full decoding (the very
+decoder training uses, :mod:`.pixels`). Uses PIL only, so the command does
+not import torch.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Optional
 
-from PIL import Image
-
 from .listing import Layout, Pair, detect_layout, find_pairs
+from .pixels import UnreadableImage, oriented_size, read_pixels
 
 Verify = Literal["header", "full", "none"]
 #: Written into a folder before ``data split`` moves anything, removed when it is done (see :mod:`.prepare`).
@@ -29,21 +29,22 @@ class SplitReport:
     layout: Layout
     pairs: list[Pair] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-
-
-class UnreadableImage(Exception):
-    """An image that PIL cannot open or (with full verification) decode."""
+    #: Images stored turned, with an EXIF orientation (2-8) that reading applies.
+    oriented: list[tuple[Path, int]] = field(default_factory=list)
 
 
 def image_size(path: Path, full: bool = False) -> tuple[int, int]:
-    """``(width, height)`` from the header; ``full`` also decodes every pixel (finds truncation)."""
-    try:
-        with Image.open(path) as image:
-            if full:
-                image.load()
-            return image.size
-    except Exception as exc:  # noqa: BLE001 - PIL's decoders raise many types on corrupt data
-        raise UnreadableImage(f"{path}: cannot read image: {exc}") from None
+    """``(width, height)`` as the image is read (after its EXIF orientation), from the header;
+    ``full`` also decodes every pixel exactly as training does (finds truncation and damage)."""
+    width, height, _ = _measure(path, full)
+    return width, height
+
+
+def _measure(path: Path, full: bool) -> tuple[int, int, int]:
+    width, height, orientation = oriented_size(path)
+    if full:
+        height, width = read_pixels(path).shape[:2]
+    return width, height, orientation
 
 
 def inspect_split(
@@ -62,7 +63,7 @@ def inspect_split(
         return report
     for pair in pairs:
         try:
-            problem = _check_pair(pair, verify == "full", min_size)
+            problem = _check_pair(pair, verify == "full", min_size, report.oriented)
         except UnreadableImage as exc:
             problem = str(exc)
         if problem:
@@ -79,8 +80,11 @@ def unfinished_split(path: Path) -> list[str]:
     return []
 
 
-def _check_pair(pair: Pair, full: bool, min_size: Optional[int]) -> Optional[str]:
-    width, height = image_size(pair.a, full)
+def _check_pair(pair: Pair, full: bool, min_size: Optional[int],
+                oriented: list[tuple[Path, int]]) -> Optional[str]:
+    width, height, orientation = _measure(pair.a, full)
+    if orientation != 1:
+        oriented.append((pair.a, orientation))
     if pair.b is None:
         if width % 2:
             return (f"{pair.a}: width {width} is odd, so its A and B halves differ in size; "
@@ -88,7 +92,10 @@ def _check_pair(pair: Pair, full: bool, min_size: Optional[int]) -> Optional[str
         width //= 2
         where = f"{pair.a}: each half is"
     else:
-        b_size = image_size(pair.b, full)
+        *b_size, b_orientation = _measure(pair.b, full)
+        b_size = tuple(b_size)
+        if b_orientation != 1:
+            oriented.append((pair.b, b_orientation))
         if b_size != (width, height):
             return (f"{pair.b}: size {b_size[0]}x{b_size[1]} differs from {pair.a} ({width}x{height}); "
                     "A and B of a pair must be the same size")

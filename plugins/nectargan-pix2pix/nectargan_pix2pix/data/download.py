@@ -29,6 +29,7 @@ import os
 import posixpath
 import re
 import shutil
+import stat
 import socket
 import tarfile
 import threading
@@ -136,8 +137,18 @@ def local_archive(source: str) -> Optional[Path]:
                             "file:// or a local path")
     else:
         path = Path(source)
-    if not path.is_file():
-        raise DownloadError(f"{path}: no such archive file")
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise DownloadError(f"{path}: no such archive file") from None
+    except OSError as exc:
+        raise DownloadError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        what = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "not a regular file")
+        raise DownloadError(f"{path}: is {what}, not an archive file; give the path of a .tar, .tar.gz, .tar.bz2 "
+                            "or .tar.xz file")
     return path
 
 
@@ -311,7 +322,16 @@ def _limits(dest: Path) -> tuple[int, int]:
         return 255, 4096
 
 
+#: The only member types a dataset archive holds: regular files (the old and the POSIX code) and folders.
+#: ``TarInfo.isfile()`` is also true of GNU sparse and contiguous files, which are not extracted as plain bytes.
+PLAIN_TYPES = frozenset({tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.DIRTYPE})
+
+
 def _kind(member: tarfile.TarInfo) -> str:
+    if member.type == tarfile.GNUTYPE_SPARSE or member.sparse is not None:
+        return "a sparse file (pack the archive without --sparse)"
+    if member.type == tarfile.CONTTYPE:
+        return "a contiguous file"
     if member.issym():
         return f"a symbolic link (to {member.linkname!r})"
     if member.islnk():
@@ -329,7 +349,7 @@ def member_problem(member: tarfile.TarInfo, name_max: int = 255, path_max: int =
 
     ``base``: the length in bytes of the folder it is extracted into (with the separator).
     """
-    if not (member.isfile() or member.isdir()):
+    if member.type not in PLAIN_TYPES or member.sparse is not None:
         return f"it is {_kind(member)}; a dataset holds only files and folders"
     raw = member.name
     if not raw:

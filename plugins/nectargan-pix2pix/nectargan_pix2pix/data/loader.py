@@ -14,6 +14,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from nectargan_core import ResumableSampler
+from nectargan_core.signals import leave_stopping_to_main
 
 from .dataset import PairedDataset, collate
 
@@ -39,7 +40,8 @@ def build_dataloader(dataset: PairedDataset, *, device: Optional[torch.device | 
     train: ``data.batch_size``, EpochSampler (``data.shuffle``, ``dataset.seed``), ``data.drop_last``.
     val/test: ``data.val.batch_size`` / ``data.test.batch_size``, in order, every sample kept (or only
     ``indices``, in their order: a process's share of a distributed validation).
-    ``pin_memory: null`` pins when ``device`` is CUDA.
+    ``pin_memory: null`` pins when ``device`` is CUDA. Worker processes ignore SIGINT and SIGTERM
+    (:func:`nectargan_core.signals.leave_stopping_to_main`).
     """
     options = dataset.options
     workers = options.num_workers
@@ -51,7 +53,10 @@ def build_dataloader(dataset: PairedDataset, *, device: Optional[torch.device | 
                    prefetch_factor=options.prefetch_factor if workers else None)
     if dataset.split == "train":
         sampler = EpochSampler(len(dataset), shuffle=options.shuffle, seed=dataset.seed)
-        return DataLoader(dataset, batch_size=options.batch_size, sampler=sampler, drop_last=options.drop_last,
-                          **loading)
-    order = {"shuffle": False} if indices is None else {"sampler": list(indices)}
-    return DataLoader(dataset, batch_size=getattr(options, dataset.split).batch_size, **order, **loading)
+        loader = DataLoader(dataset, batch_size=options.batch_size, sampler=sampler, drop_last=options.drop_last,
+                            **loading)
+    else:
+        order = {"shuffle": False} if indices is None else {"sampler": list(indices)}
+        loader = DataLoader(dataset, batch_size=getattr(options, dataset.split).batch_size, **order, **loading)
+    # Workers ignore SIGINT/SIGTERM: a stop sent to every process of the job is the main process's to handle.
+    return leave_stopping_to_main(loader)

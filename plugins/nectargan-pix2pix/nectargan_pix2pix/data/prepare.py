@@ -24,8 +24,9 @@ from PIL import Image
 
 from nectargan_core.atomic import atomic_write, atomic_write_text, commit_folder, staging
 
-from .check import SPLIT_MARKER, UnreadableImage, image_size
+from .check import SPLIT_MARKER, image_size
 from .domains import DOMAINS, domain_dir
+from .pixels import UnreadableImage, upright
 from .errors import DatasetError
 from .listing import Pair, list_images, match_folders
 from .options import SPLITS
@@ -81,7 +82,7 @@ def _problem(pair: Pair, same_size: bool) -> Optional[str]:
 def _join(a_path: Path, b_path: Path, size: Optional[int]) -> Image.Image:
     """A and B side by side in one image; differing modes meet in RGB (RGBA if either has alpha)."""
     with Image.open(a_path) as a_file, Image.open(b_path) as b_file:
-        a, b = a_file.copy(), b_file.copy()
+        a, b = upright(a_file), upright(b_file)  # as training reads them: EXIF orientation applied
     if a.mode != b.mode:
         common = "RGBA" if "A" in a.getbands() + b.getbands() else "RGB"
         a, b = a.convert(common), b.convert(common)

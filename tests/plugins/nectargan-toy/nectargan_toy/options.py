@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Literal, Optional
 
 from pydantic import BaseModel, Field
 
@@ -25,6 +25,12 @@ class ToySection(Section):
     fail_first_attempt_only: bool = Field(
         False, description="With fail_at_step: fail only before torchrun restarts the workers")
     nan_at_step: Optional[int] = Field(None, description="Make the loss NaN at this global step (numerical fault tests)")
+    stop_at_step: Optional[int] = Field(
+        None, description="SIGSTOP this process in this global step (liveness tests: a rank that hangs)")
+    stop_rank: int = Field(1, ge=0, description="With stop_at_step: the rank that stops")
+    stop_where: Literal["before_backward", "after_update"] = Field(
+        "after_update", description="With stop_at_step: before the gradient all-reduce (the others wait in the data "
+                                    "plane) or after the update (they wait in the control group)")
     model: ModelChoice = Field(default_factory=ModelChoice, validate_default=True)
     loss: LossChoice = Field(default_factory=LossChoice, validate_default=True)
 

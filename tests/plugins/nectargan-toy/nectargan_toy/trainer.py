@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import torch
@@ -54,11 +55,19 @@ class ToyTrainer(Trainer):
         if cfg.nan_at_step is not None and self.global_step + 1 == cfg.nan_at_step:
             loss = loss * float("nan")
         self.optimizer.zero_grad(set_to_none=True)
+        self._maybe_stop("before_backward")
         loss.backward()
         # A trainer that supports loop.nonfinite=skip leaves a non-finite update out (the toy may sync).
         if self.config.loop.nonfinite == "stop" or torch.isfinite(loss):
             self.optimizer.step()
+        self._maybe_stop("after_update")
         return {"loss": loss.detach(), "noise": torch.rand(())}
+
+    def _maybe_stop(self, where: str) -> None:
+        """Hang like a frozen process: SIGSTOP this rank at the configured step and point."""
+        cfg = self.config.toy
+        if cfg.stop_at_step == self.global_step + 1 and cfg.stop_where == where and cfg.stop_rank == self.dist.rank:
+            os.kill(os.getpid(), signal.SIGSTOP)
 
     @hookimpl
     def validate(self, epoch):

@@ -1,0 +1,189 @@
+"""Distributed liveness: a hung rank, a killed launcher, and timeouts that cannot work.
+
+Real ``nectargan train --nproc 2`` runs of the toy trainer on gloo:
+
+* one rank stops itself with SIGSTOP (a hung process) at a chosen point, so
+  that the other waits in the control group (where it once waited 6 hours)
+  or in the gradient all-reduce: the run ends everywhere within
+  ``distributed.timeout_s`` plus a margin, the last line names the rank that
+  stopped answering, no rank is left behind, and ``status.json`` says
+  ``failed``;
+* the launcher is killed with SIGKILL (``kill -9``, the OOM killer): within
+  seconds no rank is left, and they stopped gracefully (a checkpoint,
+  ``status.json`` interrupted) instead of training on as orphans;
+* ``distributed.timeout_s`` values that cannot work are refused at config time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from nectargan_core.checkpoint import load_checkpoint
+from series import long_series
+from support import run_cli
+
+pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed unavailable")
+
+TIMEOUT_S = 5
+#: What ending may take beyond the timeout: finding the silent rank (2.5 heartbeats), the failed
+#: rank's exit, the agent noticing and stopping the others, and interpreter teardown, on a busy machine.
+MARGIN_S = 40
+
+
+def rank_pids(launcher: int) -> dict[int, int]:
+    """The worker processes of a launcher: rank -> pid (from /proc)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == launcher:
+            for item in environ:
+                if item.startswith(b"RANK="):
+                    found[int(item[5:])] = int(entry.name)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def start(tmp_path: Path, *settings: str) -> tuple[subprocess.Popen, dict[int, int]]:
+    """A long 2-process toy run; returns once both ranks run and the checkpoint of step 5 is written."""
+    base = ["run.device=cpu", "visualizers=[]", "toy.samples=64", "toy.batch_size=4", "loop.epochs=1000",
+            "checkpoint.every_steps=5", f"distributed.timeout_s={TIMEOUT_S}", "toy.step_sleep=0.05", *settings]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}
+    exe = Path(sys.executable).with_name("nectargan")
+    launcher = subprocess.Popen([str(exe), "train", "--trainer", "toy", *(a for s in base for a in ("--set", s)),
+                                 "--nproc", "2"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    checkpoints = tmp_path / "runs/run/version_0/checkpoints"
+    deadline = time.monotonic() + 120
+    while not list(checkpoints.glob("epoch*-step*.pt.json")):
+        if launcher.poll() is not None or time.monotonic() > deadline:
+            launcher.kill()
+            pytest.fail(f"no checkpoint was written: {launcher.communicate()[1]}")
+        time.sleep(0.1)
+    ranks = rank_pids(launcher.pid)
+    assert sorted(ranks) == [0, 1]
+    return launcher, ranks
+
+
+def finish(launcher: subprocess.Popen, ranks: dict[int, int]) -> None:
+    """Make sure nothing of a run outlives the test, whatever happened."""
+    for pid in ranks.values():
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    if launcher.poll() is None:
+        launcher.kill()
+        launcher.communicate()
+
+
+def state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def stop_one_rank(tmp_path: Path, stopped: int, where: str) -> None:
+    """Rank ``stopped`` SIGSTOPs itself in step 7 (after the checkpoint of step 5), at ``where``:
+    ``before_backward`` leaves the other rank waiting in the gradient all-reduce (the data plane),
+    ``after_update`` in the end-of-step stop agreement (the gloo control group, which once waited 6 h)."""
+    launcher, ranks = start(tmp_path, "toy.stop_at_step=7", f"toy.stop_rank={stopped}", f"toy.stop_where={where}",
+                            "loop.log_every_steps=1000")
+    other = 1 - stopped
+    try:
+        deadline = time.monotonic() + 60
+        while state(ranks[stopped]) != "T":
+            assert time.monotonic() < deadline and launcher.poll() is None, "the rank did not stop itself"
+            time.sleep(0.05)
+        began = time.monotonic()
+        try:
+            _, stderr = launcher.communicate(timeout=TIMEOUT_S + MARGIN_S + 60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the run did not end after a rank stopped answering")
+        took = time.monotonic() - began
+        gone = time.monotonic() + 5
+        while any(alive(pid) for pid in ranks.values()) and time.monotonic() < gone:
+            time.sleep(0.1)
+        left = [rank for rank, pid in ranks.items() if alive(pid)]
+    finally:
+        finish(launcher, ranks)
+    assert launcher.returncode == 1, stderr
+    assert took < TIMEOUT_S + MARGIN_S, f"the run took {took:.0f} s to end after rank {stopped} stopped"
+    assert not left, f"rank(s) {left} outlived the run"
+    assert "Traceback" not in stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("error: rank "), stderr
+    assert f"rank {stopped} (pid {ranks[stopped]} on " in last and "stopped answering" in last, last
+    assert "its process is stopped (SIGSTOP; last seen at step" in last, last
+    assert f"(found by rank {other})" in last, last
+    status = json.loads((tmp_path / "runs/run/version_0/status.json").read_text())
+    assert status["status"] == "failed", status
+    assert f"rank {stopped} (pid {ranks[stopped]}" in status["error"], status
+    for checkpoint in (tmp_path / "runs/run/version_0/checkpoints").glob("epoch*.pt"):
+        load_checkpoint(checkpoint)
+
+
+@pytest.mark.slow
+def test_a_rank_stopped_while_the_other_waits_in_the_control_group_ends_the_run_naming_it(tmp_path: Path) -> None:
+    stop_one_rank(tmp_path, stopped=1, where="after_update")
+
+
+@long_series
+@pytest.mark.parametrize("stopped, where", [(1, "before_backward"), (0, "before_backward"), (0, "after_update")])
+def test_long_series_of_stopped_ranks(tmp_path: Path, stopped: int, where: str) -> None:
+    stop_one_rank(tmp_path, stopped, where)
+
+
+@pytest.mark.slow
+def test_killing_the_launcher_stops_every_rank_gracefully(tmp_path: Path) -> None:
+    launcher, ranks = start(tmp_path)
+    try:
+        os.kill(launcher.pid, signal.SIGKILL)
+        launcher.communicate(timeout=60)  # the ranks hold its pipes until they are gone
+        killed = time.monotonic()
+        while any(alive(pid) for pid in ranks.values()) and time.monotonic() - killed < 20:
+            time.sleep(0.1)
+        took = time.monotonic() - killed
+        left = [rank for rank, pid in ranks.items() if alive(pid)]
+    finally:
+        finish(launcher, ranks)
+    assert not left and took < 20, f"rank(s) {left} outlived the launcher ({took:.0f} s)"
+    status = json.loads((tmp_path / "runs/run/version_0/status.json").read_text())
+    assert status["status"] == "interrupted" and status["reason"] == "SIGTERM", status
+    saved = load_checkpoint(tmp_path / status["checkpoint"])
+    assert saved["global_step"] == status["step"] and len(saved["ranks"]) == 2
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0.001", "distributed.timeout_s: Input should be greater than or equal to 1 (got '0.001')"),
+    ("Infinity", "distributed.timeout_s: Input should be a finite number (got 'Infinity')"),
+    ("nan", "distributed.timeout_s: Input should be a finite number (got 'nan')"),
+    ("1e30", "distributed.timeout_s: Input should be less than or equal to 604800 (got '1e30')"),
+])
+def test_timeouts_that_cannot_work_are_refused_at_config_time(tmp_path: Path, value: str, message: str) -> None:
+    config = tmp_path / "run.yaml"
+    config.write_text("trainer: toy\n")
+    result = run_cli("config", "validate", str(config), "--set", f"distributed.timeout_s={value}")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [f"error: {config}: {message}"]
