@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..limits import EXAMPLES_OPTION, SMOOTH_OPTION
+from ..limits import EXAMPLES_OPTION, SMOOTH_OPTION, TEST_IMAGES_OPTION
 from ..rundir import RunDir
 from ..text import printable
 
@@ -18,7 +18,7 @@ from ..text import printable
               help="Moving average over N logging intervals in the loss plots (1: raw only).")
 @click.option("--max-examples", metavar="N", type=EXAMPLES_OPTION, default=24, show_default=True,
               help="Embed at most N example grids, evenly spaced over the epochs (0: all).")
-@click.option("--test-images", metavar="N", type=click.IntRange(min=0), default=6, show_default=True,
+@click.option("--test-images", metavar="N", type=TEST_IMAGES_OPTION, default=6, show_default=True,
               help="Per test folder, embed its N/2 worst and N/2 best images (0: none).")
 def report_command(run_dir: str, output: str | None, smooth: int, max_examples: int, test_images: int) -> None:
     """Write a single HTML file that describes a run and opens offline.

@@ -49,7 +49,7 @@ from typing import Any, Literal, Optional, Sequence
 import torch
 from torch.utils.data import DataLoader
 
-from nectargan_core.atomic import atomic_write_text
+from nectargan_core.atomic import atomic_write_text, pid_alive, sweep_stale_temps, temp_path
 from nectargan_core.errors import NectarGANError
 
 from .data.dataset import PairedDataset
@@ -188,8 +188,10 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
     suffix = (f"-{generator.direction}" if cycle else "") + ("" if mode == "eval" else "-train-mode")
     out_dir = Path(out_dir) if out_dir is not None else (
         run_dir_of(generator.checkpoint) / "test" / f"{generator.tag}-{split}{suffix}")
+    sweep_stale_temps(out_dir.parent)  # the staging folder (``.NAME.tmp-PID``) of a test killed midway
+    recover_moved_aside(out_dir)
     replaced = check_out_dir(out_dir)
-    staging = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}")
+    staging = temp_path(out_dir)
     shutil.rmtree(staging, ignore_errors=True)
     try:
         if cycle:
@@ -305,6 +307,24 @@ def check_out_dir(out_dir: Path) -> bool:
         raise NectarGANError(f"{out_dir}: holds files that nectargan test did not write; "
                              "choose another --out (results replace a folder as a whole)")
     return True
+
+
+def recover_moved_aside(out_dir: Path) -> None:
+    """Undo what a test killed inside :func:`publish` left: the earlier results it moved aside (``.NAME.old-PID``)
+    go back in place when nothing took it, and are deleted when the new results did."""
+    prefix = f".{out_dir.name}.old-"
+    try:
+        entries = sorted(out_dir.parent.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        pid = entry.name[len(prefix):]
+        if not (entry.name.startswith(prefix) and pid.isdigit()) or pid_alive(int(pid)):
+            continue
+        if not out_dir.exists():
+            entry.rename(out_dir)
+        else:
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def publish(staging: Path, out_dir: Path) -> None:
