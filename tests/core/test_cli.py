@@ -141,7 +141,7 @@ WORKERS_SCRIPT = """
 import sys, time
 import torch
 from torch.utils.data import DataLoader, TensorDataset
-from nectargan_core.signals import graceful_stop
+from nectargan_core.signals import graceful_stop, leave_stopping_to_main
 
 class Trainer:
     stop = None
@@ -149,7 +149,8 @@ class Trainer:
         self.stop = reason
 
 trainer = Trainer()
-data = DataLoader(TensorDataset(torch.arange(10_000.0)), batch_size=1, num_workers=2)
+# as the trainer does with its train loader: the workers leave stopping to this process
+data = leave_stopping_to_main(DataLoader(TensorDataset(torch.arange(10_000.0)), batch_size=1, num_workers=2))
 with graceful_stop(trainer) as received:
     for i, _ in enumerate(data):  # the two workers are forked with the handler installed
         if i == 2:
