@@ -51,6 +51,7 @@ from torch.utils.data import DataLoader
 
 from nectargan_core.atomic import atomic_write_text, pid_alive, sweep_stale_temps, temp_path
 from nectargan_core.errors import NectarGANError
+from nectargan_core.signals import leave_stopping_to_main
 
 from .data.dataset import PairedDataset
 from .data.errors import DatasetError
@@ -262,8 +263,8 @@ def _test_cycle(generator: LoadedGenerator, back: Optional[LoadedGenerator], dat
     fit = Fit("pad", generator.size_multiple)
     values: dict[str, list[float]] = {name: [] for name in METRICS}
     sizes: list[tuple[int, int]] = [(0, 0)] * len(names)
-    loader = DataLoader(images, batch_size=images.batch_size, shuffle=False,
-                        num_workers=dataset.options.num_workers)
+    loader = leave_stopping_to_main(DataLoader(images, batch_size=images.batch_size, shuffle=False,
+                                               num_workers=dataset.options.num_workers))
     with evaluation_mode(generator.model, mode == "eval"), evaluation_mode(back.model, mode == "eval"), \
             torch.random.fork_rng():
         torch.manual_seed(generator.config.run.seed)
