@@ -525,6 +525,7 @@ def parts_of(kind: str) -> Any:
 def build_config_model(registry: Registry | None, trainer: str | None) -> type[CoreConfig]:
     """The config model for a run with ``trainer``: core + trainer + plugin sections."""
     fields: dict[str, Any] = {}
+    validators: dict[str, Any] = {}
     owners: dict[str, str] = {name: "nectargan-core" for name in CoreConfig.model_fields}
     if registry is not None:
         for component in registry.all("config_section"):
@@ -536,7 +537,35 @@ def build_config_model(registry: Registry | None, trainer: str | None) -> type[C
             if options is not None:
                 for name, info in options.model_fields.items():
                     _add_section(fields, owners, name, (info.annotation, info), component.provided_by)
-    return create_model("NectarGANConfig", __base__=CoreConfig, **fields)
+                if callable(getattr(options, "resolve_config", None)):
+                    validators["_trainer_resolves"] = model_validator(mode="after")(_resolving(options))
+    return create_model("NectarGANConfig", __base__=CoreConfig, __validators__=validators, **fields)
+
+
+def _resolving(options: Any) -> Any:
+    """A validator that lets the trainer's options fill values one section takes from another.
+
+    ``options.resolve_config(config, registry)`` runs on the validated config and
+    may set values derived from other sections (pix2pix writes ``data.in_channels``
+    into the generator's options, so the config says what will be built). It
+    returns ``{derived key: source key}``, which ``config init`` shows as comments.
+    """
+    def resolve(config: Any, info: ValidationInfo) -> Any:
+        registry = registry_from(info)
+        if registry is not None:
+            options.resolve_config(config, registry)
+        return config
+
+    return resolve
+
+
+def derived_keys(config: CoreConfig, registry: Registry | None) -> dict[str, str]:
+    """``{key: the key it is taken from}`` for values the trainer's ``resolve_config`` sets."""
+    if registry is None or config.trainer is None:
+        return {}
+    options = registry.get("trainer", config.trainer, key="trainer").options
+    hook = getattr(options, "resolve_config", None)
+    return dict(hook(config, registry) or {}) if callable(hook) else {}
 
 
 def _add_section(fields: dict[str, Any], owners: dict[str, str], name: str, spec: Any, owner: str) -> None:
@@ -840,13 +869,21 @@ def dump_yaml(data: Mapping[str, Any]) -> str:
 
 
 def starter_yaml(model: type[BaseModel], values: Mapping[str, Any] | None = None,
+                 registry: Registry | None = None, derived: Mapping[str, str] | None = None,
                  title: list[str] | None = None) -> str:
-    """A commented YAML file listing every key with its description, and its default (or its value in ``values``)."""
+    """A commented YAML file listing every key with its description, and its default (or its value in ``values``).
+
+    ``values`` are the values to show (a validated config's ``to_dict()``; without
+    them the model's own defaults). With ``registry``, each chosen part (the dataset,
+    the generator, ...) is written out with every one of its options. Keys in
+    ``derived`` are taken from another key when the config is resolved: they are
+    written commented out, naming their source.
+    """
     lines = [*(title or ["# NectarGAN run config. Every key is optional; shown values are the defaults.",
                          "# Validate with: nectargan config validate FILE"]), ""]
     if values is None:
         values = model().model_dump(mode="json") if _constructible(model) else {}
-    _emit(model, values, lines, indent=0)
+    _emit(model, values, lines, 0, registry, dict(derived or {}), "")
     return "\n".join(lines) + "\n"
 
 
@@ -858,24 +895,59 @@ def _constructible(model: type[BaseModel]) -> bool:
         return False
 
 
-def _emit(model: type[BaseModel], values: Mapping[str, Any], lines: list[str], indent: int) -> None:
+def _flow(value: Any) -> str:
+    rendered = dump_yaml_text(value, default_flow_style=True, width=10**6).strip()
+    if rendered.endswith("\n..."):
+        rendered = rendered[: -len("\n...")]
+    return rendered.removesuffix("...").strip()
+
+
+def _emit(model: type[BaseModel], values: Mapping[str, Any], lines: list[str], indent: int,
+          registry: Registry | None = None, derived: Mapping[str, str] | None = None, prefix: str = "") -> None:
     pad = "  " * indent
+    derived = derived or {}
     for name, info in model.model_fields.items():
         if indent == 0 and name == PROVENANCE_KEY:
             continue  # nectargan writes it
         value = values.get(name)
+        key = f"{prefix}{name}"
         sub = _submodel(info.annotation)
+        choice = _choice(info.annotation)
         comment = f"  # {info.description}" if info.description else ""
         if sub is not None and isinstance(value, dict):
             doc = info.description or (sub.__doc__ or "").strip().split("\n")[0]
             lines.append(f"{pad}{name}:" + (f"  # {doc}" if doc else ""))
-            _emit(sub, value, lines, indent + 1)
+            _emit(sub, value, lines, indent + 1, registry, derived, f"{key}.")
+        elif choice is not None and registry is not None and isinstance(value, dict) and "name" in value:
+            lines.append(f"{pad}{name}:{comment}")
+            _emit_choice(choice.kind, value, lines, indent + 1, registry, derived, f"{key}.")
+        elif key in derived:
+            lines.append(f"{pad}# {name}: {_flow(value)}  # set from {derived[key]}{comment.replace('  #', ';', 1)}")
         else:
-            rendered = dump_yaml_text(value, default_flow_style=True).strip()
-            if rendered.endswith("\n..."):
-                rendered = rendered[: -len("\n...")]
-            rendered = rendered.removesuffix("...").strip()
-            lines.append(f"{pad}{name}: {rendered}{comment}")
+            lines.append(f"{pad}{name}: {_flow(value)}{comment}")
+
+
+def _emit_choice(kind: str, values: Mapping[str, Any], lines: list[str], indent: int, registry: Registry,
+                 derived: Mapping[str, str], prefix: str) -> None:
+    """A chosen part as a section: its name (with the installed alternatives), then every option.
+
+    Options show their values, and their declared defaults where ``values`` lacks them.
+    """
+    pad = "  " * indent
+    installed = ", ".join(registry.names(kind))
+    lines.append(f"{pad}name: {_flow(values['name'])}  # Registered {kind.replace('_', ' ')} (installed: {installed})")
+    options = registry.get(kind, values["name"]).options
+    if options is None:
+        return
+    defaults = options.model_construct().model_dump(mode="json")
+    _emit(options, {**defaults, **{k: v for k, v in values.items() if k != "name"}}, lines, indent, registry,
+          derived, prefix)
+
+
+def _choice(annotation: Any) -> type[ComponentChoice] | None:
+    if isinstance(annotation, type) and issubclass(annotation, ComponentChoice):
+        return annotation
+    return None
 
 
 def _submodel(annotation: Any) -> type[BaseModel] | None:

@@ -267,3 +267,6 @@ SMOOTH_OPTION = BoundedInt(1, 10_000, "a longer window flattens any curve, and e
 RESTARTS_OPTION = BoundedInt(0, 1000, "a run that failed a thousand times will not succeed by restarting")
 #: ``report --max-examples``: example images on one page.
 EXAMPLES_OPTION = BoundedInt(0, 10_000, "a page with more images than that does not load in a browser")
+#: ``report --test-images``: images embedded per test results folder (each one input | output | target).
+TEST_IMAGES_OPTION = BoundedInt(0, 1000, "each is embedded in the one HTML file as input, output and target; "
+                                "every image is on the folder's own results page")

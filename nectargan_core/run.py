@@ -150,6 +150,7 @@ class Run:
             if os.environ.get("RANK", "0") == "0":
                 print(f"torchrun restarted the processes: resuming {restarted.path}", file=sys.stderr)
             return cls.resume(restarted.path, plugins=plugins, host=host)
+        check_before_run_dir(resolved, host)
         dist = Distributed.from_environment(resolved.distributed, resolved.run.device)
         path, lock = None, None
         if dist.is_main:  # one run directory for all processes
@@ -280,6 +281,18 @@ class Run:
         if self.lock is not None:
             self.lock.release()
         self.dist.close()
+
+
+def check_before_run_dir(config: CoreConfig, host: PluginHost) -> None:
+    """What can be refused without training is refused before a run directory is made for it."""
+    if config.trainer is None:
+        names = ", ".join(host.registry.names("trainer")) or "none installed"
+        raise ConfigError(f"trainer: no trainer chosen; set 'trainer' in the config or use --trainer (installed: {names})")
+    registry = host.registry.pinned(pins_for(config))  # bare names resolve as the config recorded them
+    trainer_cls = registry.get("trainer", config.trainer, key="trainer").load()
+    check = getattr(trainer_cls, "check_config", None)
+    if callable(check):
+        check(config, registry)
 
 
 def find_resume_checkpoint(run_dir: RunDir) -> tuple[Path, dict[str, Any]]:

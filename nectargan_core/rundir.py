@@ -4,6 +4,7 @@ Each run directory holds::
 
     config.yaml        the resolved config (architecture options travel with the run)
     status.json        running | finished | failed | interrupted, with epoch and step
+    summary.json       what defines the run (trainer, networks, data, schedule), written at start
     run.lock           held by the process training the run (one writer per run)
     metrics.jsonl      one JSON record per logging interval and per validation
     checkpoints/       epochNNNN-stepNNNNNNNN.pt (+ .json sidecars), best.pt
@@ -59,6 +60,11 @@ class RunDir:
     def metrics_file(self) -> Path:
         """``metrics.jsonl``: one JSON record per log interval, validation and epoch."""
         return self.path / "metrics.jsonl"
+
+    @property
+    def summary_file(self) -> Path:
+        """``summary.json``: what defines the run, as printed when it starts (see :meth:`write_summary`)."""
+        return self.path / "summary.json"
 
     @property
     def checkpoints(self) -> Path:
@@ -129,6 +135,20 @@ class RunDir:
             return json.loads(self.status_file.read_text())
         except (OSError, ValueError):
             return {"status": "unknown"}
+
+    # -- summary -----------------------------------------------------------
+    def write_summary(self, rows: dict[str, str], **extra: Any) -> None:
+        """Record what defines the run (the trainer's ``describe()`` rows) in ``summary.json``."""
+        record = {"rows": [[label, text] for label, text in rows.items()], **extra, "written": time.time()}
+        atomic_write_text(self.summary_file, json.dumps(record, indent=2) + "\n")
+
+    def read_summary(self) -> dict[str, Any]:
+        """``summary.json`` as written, or ``{}`` when absent or unreadable (runs made before it existed)."""
+        try:
+            data = json.loads(self.summary_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
 
     # -- checkpoints -------------------------------------------------------
     def periodic_checkpoints(self) -> list[Path]:

@@ -49,6 +49,8 @@ class Trainer:
     ``"nonfinite_skip"`` for ``loop.nonfinite: skip``; a config asking for one it lacks is refused.
     Declaring ``kit = TrainerKit()`` in the class body adds the kit's.
     """
+    example_columns: ClassVar[tuple[str, ...]] = ()
+    """What the columns of the trainer's example grids show, left to right (the report labels them)."""
     generators: ClassVar[Mapping[str, str]] = {}
     """For the inference commands (test, predict, export): each translation direction ("AtoB",
     "BtoA") this trainer's checkpoints can run, and the tracked name of the generator that
@@ -97,9 +99,21 @@ class Trainer:
         self._start_time = time.time()
         self._warned_best = False
         self._stop_request: tuple[str, bool] | None = None
+        #: What :meth:`describe` said when training started (printed, and written to summary.json).
+        self.summary: dict[str, str] = {}
         self._checkpoint_due = False  # checkpoint.every_steps came due inside an accumulation group
 
     # -- for subclasses --------------------------------------------------
+    @classmethod
+    def check_config(cls, config: "CoreConfig", registry: "Registry") -> None:
+        """Refuse a config this trainer can tell is wrong without training (one-line ``ConfigError``).
+
+        Called by :meth:`Run.create` before the run directory is made, so a
+        mistake the trainer would only meet while setting up (an image size its
+        networks cannot take, a missing dataset folder) leaves nothing behind.
+        The default accepts every config.
+        """
+
     @classmethod
     def generator_spec(cls, config: "CoreConfig", direction: str) -> "GeneratorSpec":
         """How the generator of ``direction`` (a key of ``generators``) is built from a checkpoint's config."""
@@ -188,6 +202,60 @@ class Trainer:
             for name, obj in self.stateful.items()
             if isinstance(obj, torch.optim.Optimizer)
         }
+
+    def describe(self) -> dict[str, str]:
+        """What defines this run, as ``label -> text`` rows, once the trainer is set up.
+
+        The console prints them when training starts, the run directory keeps
+        them in ``summary.json``, and ``nectargan report`` leads with them.
+        Subclasses add their networks, data, optimizers and precision to these.
+        """
+        loop = self.config.loop
+        batches = self.num_batches()
+        schedule = f"{loop.epochs} epoch{'s' if loop.epochs != 1 else ''}"
+        if batches:
+            schedule += f" x {batches} batches = {loop.epochs * batches} steps"
+        if loop.max_steps is not None:
+            schedule += f", at most {loop.max_steps} steps (loop.max_steps)"
+        validation = (f"validation every {loop.val_every_epochs} epoch(s)" if loop.val_every_epochs
+                      else "no validation at epoch ends")
+        if loop.val_every_steps:
+            validation += f" and every {loop.val_every_steps} steps"
+        checkpoint = self.config.checkpoint
+        saves = (f"checkpoint every {checkpoint.every_epochs} epoch(s)" if checkpoint.every_epochs
+                 else "no checkpoint at epoch ends")
+        if checkpoint.every_steps:
+            saves += f" and every {checkpoint.every_steps} steps"
+        if checkpoint.best_metric:
+            saves += f", best.pt by {checkpoint.best_metric} ({checkpoint.best_mode})"
+        device = str(self.device)
+        if self.device.type == "cpu":
+            device += f" ({torch.get_num_threads()} threads)"
+        elif self.device.type == "cuda":
+            device += f" ({torch.cuda.get_device_name(self.device)})"
+        if self.dist.enabled:
+            device += f", {self.dist.world_size} processes ({self.dist.backend})"
+        run = self.config.run
+        return {
+            "trainer": self.name,
+            "device": device,
+            "schedule": f"{schedule}; {validation}; {saves}",
+            "seed": f"{run.seed}" + (", deterministic algorithms" if run.deterministic else ""),
+        }
+
+    def position_text(self) -> str:
+        """Where the loop stands, with epochs counted from 1 as the console counts them.
+
+        ``epoch 2/10, batch 5/20 (step 25)`` inside an epoch, ``end of epoch 1/10 (step 20)`` between two.
+        """
+        epochs = self.config.loop.epochs
+        if self.batch_in_epoch:
+            batches = self.num_batches() if self.train_loader is not None else None
+            batch = f"{self.batch_in_epoch}/{batches}" if batches else str(self.batch_in_epoch)
+            return f"epoch {self.epochs_done + 1}/{epochs}, batch {batch} (step {self.global_step})"
+        if self.epochs_done == 0:
+            return f"start of epoch 1/{epochs} (step {self.global_step})"
+        return f"end of epoch {self.epochs_done}/{epochs} (step {self.global_step})"
 
     # -- the loop --------------------------------------------------------
     @property
@@ -350,6 +418,9 @@ class Trainer:
         self.prepare()
         self._started = True
         self._start_time = time.time()
+        self.summary = self.describe()
+        if self.is_main:
+            self.run_dir.write_summary(self.summary, example_columns=self.example_columns)
         self.write_status("running", epoch=self.epochs_done, step=self.global_step)
         self.hook.on_train_start(trainer=self)
 

@@ -1,10 +1,13 @@
 """The ``console`` visualizer: progress you can watch, in a terminal or a CI log.
 
-On a terminal it draws a rich progress bar per epoch (it/s, ETA, running mean
-of each loss); when stdout is not a terminal it prints one plain line per
-logging interval instead. Either way it prints a one-line summary per epoch
-and per validation. It reads only the records the engine has already brought
-to the host, so it adds no device synchronisation.
+At the start it prints what defines the run (the trainer's ``describe()``
+rows). On a terminal it then draws a rich progress bar per epoch (it/s, ETA,
+the latest losses); when stdout is not a terminal it prints one plain line
+per logging interval instead. Either way it prints a one-line summary per
+epoch and per validation, and says at the end whether the run finished,
+stopped early or was interrupted, and where. Epochs are counted from 1
+everywhere. It reads only the records the engine has already brought to the
+host, so it adds no device synchronisation.
 
 After a resume it says where the run restarts, and prints the same lines an
 uninterrupted run would have printed from there (``every_logs`` counts the
@@ -22,6 +25,7 @@ from pydantic import Field
 
 from nectargan_core import hookimpl
 from nectargan_core.config import Section
+from nectargan_core.losskeys import readout
 from nectargan_core.metrics import read_metrics
 
 
@@ -33,9 +37,13 @@ class ConsoleOptions(Section):
 
 
 def format_values(values: Mapping[str, Any], limit: int = 8) -> str:
-    """``name value`` pairs; dotted keys (``G/l1.raw``, ``D/gan_d.weight``) are details left to the log."""
+    """``name value`` pairs (validation metrics); dotted keys are details left to the log."""
     items = [(k, v) for k, v in values.items() if "." not in k][:limit]
     return "  ".join(f"{k} {v:.4g}" if isinstance(v, (int, float)) else f"{k} {v}" for k, v in items)
+
+
+#: Terms shown beside each network's total on the progress bar (plain lines show them all).
+BAR_TERMS = 3
 
 
 def format_seconds(seconds: float) -> str:
@@ -83,6 +91,12 @@ class ConsoleVisualizer:
         limit = f", max {loop.max_steps} steps" if loop.max_steps else ""
         self._print(f"training '{trainer.name}' on {trainer.device}: {loop.epochs} epochs{limit}, "
                     f"{trainer.num_batches() or '?'} batches/epoch -> {trainer.run_dir.path}")
+        summary = getattr(trainer, "summary", None) or {}
+        width = max(map(len, summary), default=0)
+        for label, text in summary.items():
+            self._print(f"  {label:<{width}}  {text}")
+        if trainer.batch_in_epoch:  # resumed inside an epoch: on_epoch_start does not come for this one
+            self._epoch_start = time.time()
         if self.use_bar:
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                        TimeRemainingColumn)
@@ -93,24 +107,32 @@ class ConsoleVisualizer:
                 transient=True,
             )
             self._progress.start()
+            if trainer.batch_in_epoch:
+                self._new_bar(trainer, trainer.epochs_done, trainer.batch_in_epoch)
+
+    def _new_bar(self, trainer: Any, epoch: int, completed: int = 0) -> None:
+        """The bar of ``epoch`` (from 0; shown from 1), ``completed`` batches in."""
+        if self._task is not None:
+            self._progress.remove_task(self._task)
+        self._task = self._progress.add_task(
+            f"epoch {epoch + 1}/{trainer.config.loop.epochs}", total=trainer.num_batches(),
+            completed=completed, speed="", losses="",
+        )
 
     @hookimpl
     def on_resume(self, trainer: Any, step: int) -> None:
         # The records this run already logged: the next line printed is the one an uninterrupted run prints next.
         self._logs = sum(1 for _ in read_metrics(trainer.run_dir.metrics_file, "train"))
-        self._print(f"resuming '{trainer.name}' after step {step} (epoch {trainer.epochs_done + 1}, "
-                    f"batch {trainer.batch_in_epoch}): lines printed before the stop for later steps are superseded")
+        if trainer.finished:
+            return  # nothing will be trained (``nectargan train`` says so): no "resuming" line
+        self._print(f"resuming '{trainer.name}' at {trainer.position_text()}: "
+                    "lines printed before the stop for later steps are superseded")
 
     @hookimpl
     def on_epoch_start(self, trainer: Any, epoch: int) -> None:
         self._epoch_start = time.time()
         if self._progress is not None:
-            if self._task is not None:
-                self._progress.remove_task(self._task)
-            self._task = self._progress.add_task(
-                f"epoch {epoch + 1}/{trainer.config.loop.epochs}", total=trainer.num_batches(),
-                speed="", losses="",
-            )
+            self._new_bar(trainer, epoch)
 
     @hookimpl
     def on_train_batch_end(self, trainer: Any) -> None:
@@ -123,7 +145,7 @@ class ConsoleVisualizer:
         steps = trainer.global_step - self._start_step
         speed = f"{steps / elapsed:.2f} it/s" if elapsed > 0 else ""
         if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, speed=speed, losses=format_values(record["losses"], 4))
+            self._progress.update(self._task, speed=speed, losses=readout(record["losses"], BAR_TERMS))
             return
         self._logs += 1
         if self._logs % self.every_logs:
@@ -132,7 +154,7 @@ class ConsoleVisualizer:
         position = f"[{trainer.batch_in_epoch}/{total}]" if total else f"[{trainer.batch_in_epoch}]"
         self._print(
             f"epoch {record['epoch'] + 1}/{trainer.config.loop.epochs} {position} step {record['step']}  "
-            f"{format_values(record['losses'])}  {speed}  ETA {self._eta(trainer)}"
+            f"{readout(record['losses'])}  {speed}  ETA {self._eta(trainer)}"
         )
 
     @hookimpl
@@ -145,7 +167,7 @@ class ConsoleVisualizer:
         seconds = time.time() - self._epoch_start
         losses = {k: v for k, v in metrics.items() if not k.startswith("val/")}
         self._print(f"epoch {epoch + 1}/{trainer.config.loop.epochs} done in {seconds:.1f}s: "
-                    f"{format_values(losses)}  ETA {self._eta(trainer)}")
+                    f"{readout(losses)}  ETA {self._eta(trainer)}")
 
     def _close(self) -> None:
         if self._progress is not None:
@@ -156,9 +178,22 @@ class ConsoleVisualizer:
     @hookimpl
     def on_train_end(self, trainer: Any) -> None:
         self._close()
-        elapsed = time.time() - self._run_start
-        self._print(f"done: {trainer.epochs_done} epochs, {trainer.global_step} steps in {format_seconds(elapsed)}")
+        self._print(f"{ending(trainer)} in {format_seconds(time.time() - self._run_start)}")
 
     @hookimpl
     def on_exception(self) -> None:
         self._close()
+
+
+def ending(trainer: Any) -> str:
+    """How and where a run stopped: ``done: 2/2 epochs (step 40)``, ``interrupted at epoch 2/10, batch 5/20
+    (step 25)``, or ``stopped early at end of epoch 3/10 (step 60): <reason>``."""
+    loop = trainer.config.loop
+    where = trainer.position_text()
+    if trainer.interrupted:
+        return f"interrupted at {where}"
+    if trainer.stop_reason is not None:
+        return f"stopped early at {where}: {trainer.stop_reason}"
+    if loop.max_steps is not None and trainer.global_step >= loop.max_steps and trainer.epochs_done < loop.epochs:
+        return f"done: loop.max_steps={loop.max_steps} reached at {where}"
+    return f"done: {trainer.epochs_done}/{loop.epochs} epochs ({trainer.global_step} steps)"

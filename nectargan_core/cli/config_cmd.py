@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..atomic import atomic_write_text, describe_os_error
-from ..config import build_config_model, dump_yaml, load_config, starter_yaml
+from ..config import build_config_model, derived_keys, dump_yaml, load_config, starter_yaml, validate_config
 from ..errors import ConfigError, NectarGANError
 from ..presets import preset_data
 from ..registry import Registry
@@ -78,6 +78,11 @@ def schema(trainer: str | None) -> None:
 def init(output: str | None, trainer: str | None, force: bool, preset: str | None) -> None:
     """Write a commented starter config with every key and its default (or the preset's value).
 
+    Each chosen part (the dataset, the generator, the discriminator, ...) is
+    written with every one of its options. Keys the trainer takes from another
+    key (pix2pix: the networks' channel counts, from data) are written
+    commented out, naming that key.
+
     \b
     Examples:
       nectargan config init --trainer pix2pix -o run.yaml
@@ -87,9 +92,9 @@ def init(output: str | None, trainer: str | None, force: bool, preset: str | Non
     if preset is not None:
         text = preset_yaml(registry, preset, trainer)
     else:
-        text = starter_yaml(build_config_model(registry, trainer))
-        if trainer:
-            text = text.replace("trainer: null", f"trainer: {trainer}", 1)
+        config = validate_config({"trainer": trainer} if trainer else {}, registry, source="defaults")
+        text = starter_yaml(build_config_model(registry, trainer), config.to_dict(), registry,
+                            derived_keys(config, registry))
     if output is None:
         click.echo(text.rstrip())
         return
@@ -117,4 +122,5 @@ def preset_yaml(registry: Registry, name: str, trainer: str | None) -> str:
     title = [f"# NectarGAN run config: preset '{name}' of {component.provided_by}",
              f"# {component.description}" if component.description else "#",
              "# Keys the preset does not set show their defaults. Validate with: nectargan config validate FILE"]
-    return starter_yaml(build_config_model(registry, data["trainer"]), values=config.to_dict(), title=title)
+    return starter_yaml(build_config_model(registry, data["trainer"]), values=config.to_dict(), registry=registry,
+                        derived=derived_keys(config, registry), title=title)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..limits import EXAMPLES_OPTION, SMOOTH_OPTION
+from ..limits import EXAMPLES_OPTION, SMOOTH_OPTION, TEST_IMAGES_OPTION
 from ..rundir import RunDir
 from ..text import printable
 
@@ -18,13 +18,18 @@ from ..text import printable
               help="Moving average over N logging intervals in the loss plots (1: raw only).")
 @click.option("--max-examples", metavar="N", type=EXAMPLES_OPTION, default=24, show_default=True,
               help="Embed at most N example grids, evenly spaced over the epochs (0: all).")
-def report_command(run_dir: str, output: str | None, smooth: int, max_examples: int) -> None:
+@click.option("--test-images", metavar="N", type=TEST_IMAGES_OPTION, default=6, show_default=True,
+              help="Per test folder, embed its N/2 worst and N/2 best images (0: none).")
+def report_command(run_dir: str, output: str | None, smooth: int, max_examples: int, test_images: int) -> None:
     """Write a single HTML file that describes a run and opens offline.
 
-    Status and checkpoints, the config (key settings and the full resolved
-    config), loss and validation curves, example grids over the epochs, test
-    metrics when 'nectargan test' wrote any, and timing. Images are embedded,
-    so the file can be copied, mailed or archived on its own.
+    What defines the run (trainer, networks and their parameter counts, data,
+    schedule, precision; the full config collapsed), status and checkpoints,
+    loss and validation curves, the example grids side by side over the
+    epochs, test results when 'nectargan test' wrote any (means, the worst and
+    best images, whether the weights are still current, and a link to each
+    results page), and timing. Images are embedded, so the file can be
+    copied, mailed or archived on its own.
 
     \b
     Examples:
@@ -34,5 +39,6 @@ def report_command(run_dir: str, output: str | None, smooth: int, max_examples: 
     from ..reporting.report import write_report
 
     run = RunDir.open(run_dir)
-    path = write_report(run, Path(output) if output else None, smooth=smooth, max_examples=max_examples)
+    path = write_report(run, Path(output) if output else None, smooth=smooth, max_examples=max_examples,
+                        test_images=test_images)
     click.echo(f"wrote {printable(path)}")

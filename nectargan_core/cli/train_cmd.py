@@ -23,8 +23,9 @@ STARTING_ONLY = {
 
 @click.command("train")
 @config_options
-@click.option("--resume", metavar="RUN_DIR|latest", default=None,
-              help="Continue a run from its latest good checkpoint (the whole state).")
+@click.option("--resume", metavar="RUN_DIR|latest|latest:NAME", default=None,
+              help="Continue a run from its latest good checkpoint (the whole state). latest: the most "
+                   "recently updated run under --output-dir; latest:NAME: the same among runs named NAME.")
 @click.option("--checkpoint", metavar="PATH", default=None, type=click.Path(dir_okay=False),
               help="With --resume: resume from this checkpoint instead of the latest.")
 @click.option("--init-from", metavar="CHECKPOINT", default=None, type=click.Path(dir_okay=False),
@@ -33,7 +34,7 @@ STARTING_ONLY = {
               help="With --init-from: load what fits and start the rest from its initialisation "
                    "(run.init_from_strict=false); the report says what stays random.")
 @click.option("--output-dir", metavar="DIR", default=None,
-              help="With --resume latest: where to look for runs (default: runs).")
+              help="With --resume latest[:NAME]: where to look for runs (default: runs).")
 @click.option("--nproc", type=PROCESSES_OPTION, default=None, metavar="N",
               help="Train data-parallel in N processes on this machine (through torchrun's agent).")
 @click.option("--max-restarts", type=RESTARTS_OPTION, default=0, show_default=True,
@@ -45,6 +46,8 @@ def train_command(config_file: str | None, preset: str | None, overrides: tuple[
 
     Stops cleanly on Ctrl-C or SIGTERM: the current step finishes, a checkpoint
     is written, and the command exits with 130 (SIGINT) or 143 (SIGTERM).
+    Resuming a run that has already done its loop.epochs trains nothing: it
+    says so and exits 0 (raise loop.epochs with --set to train longer).
 
     \b
     Examples:
@@ -53,6 +56,7 @@ def train_command(config_file: str | None, preset: str | None, overrides: tuple[
       nectargan train --preset pix2pix-reference --set data.root=datasets/facades
       nectargan train --resume runs/facades/version_0
       nectargan train --resume latest --set loop.epochs=300
+      nectargan train --resume latest:facades
       nectargan train -c finetune.yaml --init-from runs/base/version_0/checkpoints/best.pt
       nectargan train -c finetune.yaml --init-from generator_only.pt --init-from-partial
       nectargan train -c run.yaml --nproc 2
@@ -94,12 +98,19 @@ def train_command(config_file: str | None, preset: str | None, overrides: tuple[
     if init_from is not None:
         overrides = (*overrides, f"run.init_from={init_from}")
     if resume is not None:
-        run = Run.resume(resume, checkpoint=checkpoint, overrides=all_overrides(overrides, trainer),
+        target, name = resume_target(resume)
+        run = Run.resume(target, name=name, checkpoint=checkpoint, overrides=all_overrides(overrides, trainer),
                          output_dir=output_dir or "runs")
         say = run.trainer.is_main
+        picked = "" if target != "latest" else (
+            f" (the most recently updated run{f' named {name!r}' if name else ''} under {output_dir or 'runs'})")
+        if run.finished:
+            if say:
+                click.echo(f"{printable(run.dir)}{picked}: {already_finished(run.trainer)}", err=True)
+            run.close()
+            return
         if say:
-            click.echo(f"resuming {printable(run.dir)} at epoch {run.trainer.epochs_done}, step {run.trainer.global_step}"
-                       + _processes(run), err=True)
+            click.echo(f"resuming {printable(run.dir)}{picked} at {run.trainer.position_text()}" + _processes(run), err=True)
     else:
         run = Run.create(config_source(config_file, preset), overrides=all_overrides(overrides, trainer))
         say = run.trainer.is_main
@@ -115,11 +126,40 @@ def train_command(config_file: str | None, preset: str | None, overrides: tuple[
         return
     if received:
         click.echo(
-            f"interrupted at epoch {trainer_state.epochs_done}, step {trainer_state.global_step}; "
-            f"checkpoint saved. Resume with: nectargan train --resume {printable(run.dir)}", err=True)
+            f"interrupted at {trainer_state.position_text()}; checkpoint saved. "
+            f"Resume with: nectargan train --resume {printable(run.dir)}", err=True)
         sys.exit(EXIT_CODES.get(received[0], 1))
-    click.echo(f"finished: {trainer_state.epochs_done} epochs, {trainer_state.global_step} steps; "
-               f"results in {printable(run.dir)}", err=True)
+    if trainer_state.stop_reason is not None:
+        click.echo(f"stopped early at {trainer_state.position_text()} ({trainer_state.stop_reason}); "
+                   f"results in {printable(run.dir)}", err=True)
+        return
+    loop = trainer_state.config.loop
+    if loop.max_steps is not None and trainer_state.global_step >= loop.max_steps \
+            and trainer_state.epochs_done < loop.epochs:
+        click.echo(f"finished: loop.max_steps={loop.max_steps} reached at {trainer_state.position_text()}; "
+                   f"results in {printable(run.dir)}", err=True)
+        return
+    click.echo(f"finished: {trainer_state.epochs_done}/{loop.epochs} epochs, "
+               f"{trainer_state.global_step} steps; results in {printable(run.dir)}", err=True)
+
+
+def resume_target(resume: str) -> tuple[str, str | None]:
+    """``--resume`` as (target, run name): ``latest``, ``latest:NAME`` or a run directory."""
+    if resume == "latest" or resume.startswith("latest:"):
+        name = resume.partition(":")[2] or None
+        return "latest", name
+    return resume, None
+
+
+def already_finished(trainer: object) -> str:
+    """Why resuming a run trains nothing, and what to raise instead."""
+    loop = trainer.config.loop  # type: ignore[attr-defined]
+    done, step = trainer.epochs_done, trainer.global_step  # type: ignore[attr-defined]
+    if loop.max_steps is not None and step >= loop.max_steps and done < loop.epochs:
+        return (f"already finished (loop.max_steps={loop.max_steps} reached at step {step}); nothing to train. "
+                f"Raise loop.max_steps to train longer, e.g. --set loop.max_steps={loop.max_steps * 2}")
+    return (f"already finished ({done}/{loop.epochs} epochs, {step} steps); nothing to train. "
+            f"Raise loop.epochs to train longer, e.g. --set loop.epochs={max(done, loop.epochs) * 2}")
 
 
 def _processes(run: object) -> str:
@@ -129,17 +169,25 @@ def _processes(run: object) -> str:
 
 def _check_config(config_file: str | dict | None, overrides: list[str], resume: str | None,
                   init_from: str | None, output_dir: str | None) -> None:
-    """Validate the config a launch would train with (torch-free), raising the same one-line errors."""
+    """Validate the config a launch would train with, raising the same one-line errors.
+
+    A new run also gets the trainer's own checks (``Trainer.check_config``), as
+    ``Run.create`` would make them in every process.
+    """
     from ..config import load_config, load_file
     from ..plugins import get_plugins
     from ..rundir import RunDir, latest_run
     from ..runlock import check_free
 
-    registry = get_plugins().registry
+    host = get_plugins()
+    registry = host.registry
     if resume is None:
+        from ..run import check_before_run_dir
+
         extra = (f"run.init_from={init_from}",) if init_from is not None else ()
-        load_config(config_file, (*overrides, *extra), registry)
+        check_before_run_dir(load_config(config_file, (*overrides, *extra), registry), host)
         return
-    run_dir = latest_run(output_dir or "runs") if resume == "latest" else RunDir.open(resume)
+    target, name = resume_target(resume)
+    run_dir = latest_run(output_dir or "runs", name) if target == "latest" else RunDir.open(target)
     check_free(run_dir.path)
     load_config(load_file(run_dir.config_file), overrides, registry)

@@ -13,17 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from ..losskeys import is_detail, network_of, repeated_terms
 from ..metrics import read_metrics
-
-
-def is_detail(key: str) -> bool:
-    """Dotted keys (``G/l1.raw``, ``D/gan_d.weight``) are diagnostics beside a loss term, not terms."""
-    return "." in key
-
-
-def network_of(key: str) -> str:
-    """The network a loss term belongs to: the part before ``/`` (``G/gan`` -> ``G``); ``""`` if none."""
-    return key.split("/", 1)[0] if "/" in key else ""
 
 
 def to_float(value: Any) -> float:
@@ -101,6 +92,10 @@ class History:
                 if details or not is_detail(key):
                     groups.setdefault(network_of(key), {}).setdefault(key, Series()).add(train_x(record), value)
         return groups
+
+    def repeated(self) -> dict[str, str]:
+        """Loss terms equal to their network's total by construction, mapped to it (``D/gan_d`` -> ``D/total``)."""
+        return repeated_terms({key: None for record in self.of("train") for key in section(record, "losses")})
 
     def learning_rates(self) -> dict[str, Series]:
         """The learning rate of each optimizer over training."""

@@ -34,7 +34,10 @@ class Plot:
 
 def render_plots(history: History, smooth: int = 10, details: bool = False) -> list[Plot]:
     """Every figure the log supports: one per network's losses, then validation, then learning rates."""
-    plots = [loss_plot(network, curves, smooth) for network, curves in history.losses(details).items()]
+    repeated = history.repeated()  # a term equal to its network's total gets no panel of its own
+    totals = {total: term for term, total in repeated.items()}
+    plots = [loss_plot(network, {k: v for k, v in curves.items() if k not in repeated}, smooth, totals)
+             for network, curves in history.losses(details).items()]
     validation = history.validation()
     if validation:
         plots.append(validation_plot(validation))
@@ -58,8 +61,12 @@ def write_plots(plots: list[Plot], out_dir: Path) -> list[Path]:
     return written
 
 
-def loss_plot(network: str, curves: dict[str, Series], smooth: int) -> Plot:
-    """One panel per loss term: the logged interval means, faint, under their moving average."""
+def loss_plot(network: str, curves: dict[str, Series], smooth: int, repeats: dict[str, str] | None = None) -> Plot:
+    """One panel per loss term: the logged interval means, faint, under their moving average.
+
+    ``repeats`` maps a total to the one term it equals (that term has no panel of its own).
+    """
+    repeats = repeats or {}
     title = f"{network} losses" if network else "losses"
     figure, axes = new_figure(title, len(curves))
     for ax, (key, series) in zip(axes, curves.items()):
@@ -69,7 +76,7 @@ def loss_plot(network: str, curves: dict[str, Series], smooth: int) -> Plot:
         if smoothed:
             ax.plot(series.x, moving_average(series.y, smooth), color="C0", linewidth=1.8,
                     label=f"moving average ({smooth})")
-        style(ax, key)
+        style(ax, f"{key} (= {repeats[key]})" if key in repeats else key)
     axes[0].legend(fontsize="small")
     return Plot(f"losses-{file_stem(network)}" if network else "losses", title, to_png(figure))
 

@@ -1,32 +1,16 @@
-"""Helpers for the run-inspection tests: real toy runs, fake example grids, a headless browser."""
+"""Helpers for the run-inspection tests: real toy runs, fake example grids (the browser is in pages.py)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import struct
-import subprocess
 import zlib
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from nectargan_core import Run, hookimpl
+from pages import Tags, chromium, rendered_dom  # noqa: F401 - the report tests take them from here
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-#: Appended to a copy of a page: after load, every <img> says whether it decoded, and its pixel size.
-MARK_IMAGES = """<script>
-window.addEventListener("load", () => {
-  for (const image of document.images) {
-    image.dataset.loaded = image.complete && image.naturalWidth > 0 ? "yes" : "no";
-    image.dataset.natural = image.naturalWidth + "x" + image.naturalHeight;
-  }
-});
-</script>"""
 
 
 def toy_config(output_dir: Path, name: str = "toy", epochs: int = 3, **toy: Any) -> dict[str, Any]:
@@ -50,6 +34,17 @@ class GanLosses:
         loss, noise = losses["loss"], losses["noise"]
         return {"G/gan": loss, "G/l1": loss / 2, "G/l1.raw": loss * 5,
                 "D/real": noise, "D/fake": 1 - noise, "D/gan_d.weight": 1.0}
+
+
+class GanTotals:
+    """Losses as the pix2pix trainer logs them: each network's terms and total (D's total is its one term)."""
+
+    @hookimpl(wrapper=True)
+    def train_step(self):
+        losses = yield
+        loss, noise = losses["loss"], losses["noise"]
+        return {"D/gan_d": noise, "D/total": noise, "D/gan_d.weight": 0.5,
+                "G/gan": loss, "G/l1": loss / 2, "G/total": loss * 1.5}
 
 
 class StopAt:
@@ -87,44 +82,3 @@ def write_png(path: Path, width: int, height: int, rgb: tuple[int, int, int] = (
 def png_size(data: bytes) -> tuple[int, int]:
     assert data.startswith(PNG_SIGNATURE)
     return struct.unpack(">II", data[16:24])
-
-
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not on PATH; .ci/run installs it")
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    return found
-
-
-def rendered_dom(page: Path, scratch: Path) -> str:
-    """The DOM after headless Chromium loaded a copy of ``page`` with MARK_IMAGES added."""
-    probe = scratch / f"rendered-{page.name}"
-    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", MARK_IMAGES + "</body>"),
-                     encoding="utf-8")
-    profile = scratch / "chromium-profile"
-    profile.mkdir(exist_ok=True)
-    result = subprocess.run([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom",
-                             probe.as_uri()], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr[-2000:]
-    return result.stdout
-
-
-class Tags(HTMLParser):
-    """Every start tag of a document with its attributes, and the document's text."""
-
-    def __init__(self, document: str) -> None:
-        super().__init__()
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-        self.text: list[str] = []
-        self.feed(document)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_data(self, data: str) -> None:
-        self.text.append(data)
-
-    def of(self, name: str) -> list[dict[str, str | None]]:
-        return [attrs for tag, attrs in self.tags if tag == name]

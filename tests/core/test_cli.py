@@ -69,7 +69,7 @@ def test_train_two_epochs_then_resume(tmp_path):
 
     resumed = run_cli("train", "--resume", str(run_dir), "--set", "loop.epochs=3")
     assert resumed.returncode == 0, resumed.stderr
-    assert f"resuming {run_dir} at epoch 2, step 4" in resumed.stderr
+    assert f"resuming {run_dir} at end of epoch 2/3 (step 4)" in resumed.stderr
     assert (run_dir / "checkpoints" / "epoch0003-step00000006.pt").is_file()
     assert "epochs: 3" in (run_dir / "config.yaml").read_text()
 
@@ -109,7 +109,7 @@ def test_resume_falls_back_to_previous_good_checkpoint(tmp_path):
     result = run_cli("train", "--resume", str(run_dir), "--set", "loop.epochs=3")
     assert result.returncode == 0, result.stderr
     assert f"warning: skipping bad checkpoint: {newest}: truncated or corrupt checkpoint" in result.stderr
-    assert f"resuming {run_dir} at epoch 1, step 2" in result.stderr
+    assert f"resuming {run_dir} at end of epoch 1/3 (step 2)" in result.stderr
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -135,6 +135,43 @@ def test_signal_stops_gracefully_with_a_checkpoint(tmp_path, sig, code):
     resumed = run_cli("train", "--resume", str(run_dir), "--set", f"loop.max_steps={status['step'] + 2}")
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads((run_dir / "status.json").read_text())["step"] == status["step"] + 2
+
+
+WORKERS_SCRIPT = """
+import sys, time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from nectargan_core.signals import graceful_stop, leave_stopping_to_main
+
+class Trainer:
+    stop = None
+    def request_stop(self, reason, interrupted=False):
+        self.stop = reason
+
+trainer = Trainer()
+# as the trainer does with its train loader: the workers leave stopping to this process
+data = leave_stopping_to_main(DataLoader(TensorDataset(torch.arange(10_000.0)), batch_size=1, num_workers=2))
+with graceful_stop(trainer) as received:
+    for i, _ in enumerate(data):  # the two workers are forked with the handler installed
+        if i == 2:
+            print("ready", flush=True)
+        if trainer.stop:
+            break
+        time.sleep(0.01)
+print("stopped:", trainer.stop, received, flush=True)
+"""
+
+
+def test_one_ctrl_c_in_a_terminal_prints_one_message_with_dataloader_workers():
+    # A terminal's Ctrl-C signals the whole foreground process group: the trainer and its DataLoader workers.
+    proc = subprocess.Popen([sys.executable, "-c", WORKERS_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    assert proc.stdout.readline().strip() == "ready"
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert out.strip() == "stopped: SIGINT ['SIGINT']"
+    assert err.count("SIGINT received") == 1, err
 
 
 def test_second_sigint_stops_at_once_without_damage(tmp_path):

@@ -310,7 +310,7 @@ def test_console_progress_bar_mode(tmp_path, capsys):
     Run.create(config).fit()
     out = capsys.readouterr().out
     assert "training 'toy' on cpu: 2 epochs" in out
-    assert "epoch 2/2 done in" in out and "done: 2 epochs, 4 steps" in out
+    assert "epoch 2/2 done in" in out and "done: 2/2 epochs (4 steps)" in out
 
 
 def test_console_plain_mode_prints_one_line_per_record(tmp_path, capsys):

@@ -9,7 +9,7 @@ import pytest
 
 from nectargan_core.reporting.history import History, moving_average, network_of
 from nectargan_core.rundir import RunDir
-from runs_support import GanLosses, make_run, png_size
+from runs_support import GanLosses, GanTotals, make_run, png_size
 from support import run_cli
 
 PANEL_WIDTH = 480  # pixels per subplot column (plots.PANEL_SIZE at 100 dpi)
@@ -41,6 +41,16 @@ def test_details_and_output_folder_and_smoothing_options(gan_run, tmp_path):
     assert len(result.stdout.splitlines()) == 4
     assert png_size((out / "losses-G.png").read_bytes())[0] == 3 * PANEL_WIDTH
     assert png_size((out / "losses-D.png").read_bytes())[0] == 3 * PANEL_WIDTH
+
+
+def test_a_total_that_repeats_its_only_term_gets_one_panel(tmp_path):
+    run_dir = make_run(tmp_path / "runs", GanTotals(), name="totals", epochs=1)
+    history = History.read(RunDir(run_dir).metrics_file)
+    assert history.repeated() == {"D/gan_d": "D/total"}
+    result = run_cli("plot", str(run_dir), "--details")
+    assert result.returncode == 0, result.stderr
+    assert png_size((run_dir / "plots" / "losses-D.png").read_bytes())[0] == 2 * PANEL_WIDTH  # D/total, .weight
+    assert png_size((run_dir / "plots" / "losses-G.png").read_bytes())[0] == 3 * PANEL_WIDTH  # gan, l1, total
 
 
 def test_curves_are_indexed_by_fractional_epoch(gan_run):

@@ -71,7 +71,7 @@ def test_config_show_and_train_take_a_preset(nectargan, tmp_path):
     assert config["trainer"] == "toy" and config["loop"]["epochs"] == 1 and config["toy"]["samples"] == 8
     trained = nectargan("train", "--preset", "toy-quick", "--set", "run.device=cpu", "--set", "visualizers=[]")
     assert trained.code == 0, trained.err
-    assert "finished: 3 epochs, 6 steps" in trained.err  # 8 samples, batch 4, 3 epochs
+    assert "finished: 3/3 epochs, 6 steps" in trained.err  # 8 samples, batch 4, 3 epochs
 
 
 @pytest.mark.parametrize("args,error", [

@@ -81,7 +81,7 @@ def test_test_scores_the_cycle_reconstruction_of_each_direction(cyclegan_run, di
     assert result.returncode == 0, result.stderr
     domain, other = direction[0], direction[-1]
     out = run / "test" / f"epoch0002-step00000010-test-{direction}"
-    assert result.stdout.splitlines()[-1] == f"results: {out}"
+    assert result.stdout.splitlines()[-2:] == [f"results: {out}", f"page: {out / 'index.html'}"]
     assert f"{direction}, cycle {domain}->{other}->{domain} with {domain}: L1 " in result.stdout
     report = json.loads((out / "metrics.json").read_text())
     names = sorted(p.name for p in (data / source).iterdir())
@@ -90,6 +90,16 @@ def test_test_scores_the_cycle_reconstruction_of_each_direction(cyclegan_run, di
     assert [row["source"] for row in report["per_image"]] == [str(data / source / name) for name in names]
     assert sorted(p.name for p in (out / "images").iterdir()) == names
     assert sorted(p.name for p in (out / "grids").iterdir()) == names
+    for folder in ("inputs", "reconstructions"):  # the page's columns, beside images/ (no targets/)
+        assert sorted(p.name for p in (out / folder).iterdir()) == names
+    assert not (out / "targets").exists()
+    assert report["per_image"][0]["files"] == {"input": f"inputs/{names[0]}", "output": f"images/{names[0]}",
+                                               "reconstruction": f"reconstructions/{names[0]}"}
+    page = (out / "index.html").read_text()
+    assert "<th>input</th><th>output</th><th>reconstruction</th>" in page and "<th>target</th>" not in page
+    assert f"cycle {domain}-&gt;{other}-&gt;{domain} with {domain}" in page and "unpaired split has no targets" in page
+    for name in names:
+        assert f'src="reconstructions/{name}"' in page and f'data-image="{name}"' in page
     assert Image.open(out / "grids" / names[0]).size == (3 * 16 + 4 * 2, 16 + 2 * 2)  # real | fake | rec
 
     forth = load_generator(run, direction=direction).model
@@ -97,11 +107,14 @@ def test_test_scores_the_cycle_reconstruction_of_each_direction(cyclegan_run, di
     real = images(data / source)
     with torch.no_grad():
         fake = forth(real)
-        expected = per_image(back(fake), real)
+        reconstructed = back(fake)
+        expected = per_image(reconstructed, real)
     assert report["mean"]["l1"] == pytest.approx(float(expected["l1"].mean()), rel=1e-5)
     assert report["mean"]["psnr"] == pytest.approx(float(expected["psnr"].mean()), rel=1e-5)
     for index, name in enumerate(names):  # each output is this direction's translation of its input
         assert np.abs(pixels(out / "images" / name) - as_png_pixels(fake[index:index + 1])[0]).max() <= 1
+        assert np.abs(pixels(out / "reconstructions" / name)
+                      - as_png_pixels(reconstructed[index:index + 1])[0]).max() <= 1
 
 
 @pytest.mark.slow  # the trained run, then the CLI
@@ -130,7 +143,9 @@ def test_predict_runs_the_generator_of_each_direction(cyclegan_run, tmp_path):
                          "--device", "cpu")
         assert result.returncode == 0, result.stderr
         assert result.stdout.startswith(f"wrote 3 images to {tmp_path / direction} ({direction}, epoch0002")
-        written[direction] = {p.name: pixels(p) for p in sorted((tmp_path / direction).iterdir())}
+        written[direction] = {p.name: pixels(p) for p in sorted((tmp_path / direction).glob("*.png"))}
+        record = json.loads((tmp_path / direction / "predict.json").read_text())  # beside the outputs
+        assert record["direction"] == direction and record["epoch"] == 2 and len(record["outputs"]) == 3
     with torch.no_grad():
         expected = as_png_pixels(load_generator(run, direction="BtoA").model(images(inputs)))
     for index, (name, got) in enumerate(written["BtoA"].items()):

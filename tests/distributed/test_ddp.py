@@ -145,7 +145,7 @@ def test_a_two_process_run_writes_one_run_and_resumes_mid_epoch_exactly(pairs: P
     assert [r["step"] for r in records if r["kind"] == "train"] == [1, 2, 3, 4, 5, 6]  # once each, not per rank
     assert [r["kind"] for r in records].count("val") == 2
     assert json.loads((version / "status.json").read_text())["status"] == "finished"
-    assert full.stderr.count("finished: 2 epochs, 6 steps") == 1  # rank 0 reports, once
+    assert full.stderr.count("finished: 2/2 epochs, 6 steps") == 1  # rank 0 reports, once
 
     part = run_cli(*pix2pix_args(pairs, "run.output_dir=part", "loop.max_steps=4", *settings), "--nproc", "2",
                    cwd=tmp_path, timeout=240)
@@ -305,6 +305,8 @@ def test_plain_torchrun_runs_the_same_command(tmp_path: Path) -> None:
     (("--trainer", "toy", "--set", "distributed.backend=mpi"),
      "error: defaults: distributed.backend: String should match pattern '^(auto|gloo|nccl)$' (got 'mpi')"),
     (("--resume", "nowhere"), "error: nowhere: run directory not found"),
+    (("--trainer", "pix2pix", "--set", "data.root=."),  # the trainer's own check: no train/ split here
+     "error: train: split folder does not exist (found: no folders)"),
 ])
 def test_config_mistakes_are_one_line_before_any_process_starts(tmp_path: Path, args, message: str) -> None:
     done = run_cli("train", *args, "--nproc", "2", cwd=tmp_path, timeout=60)

@@ -165,7 +165,7 @@ def test_the_guide_s_ring_trainer_installs_trains_with_the_kit_and_resumes(ring_
 
     resumed = run_cli(*resume, env=env, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
-    assert f"resuming {Path('runs/run/version_0')} at epoch 3, step 24" in resumed.stderr
+    assert f"resuming {Path('runs/run/version_0')} at end of epoch 3/4 (step 24)" in resumed.stderr
 
 
 @pytest.mark.slow

@@ -55,7 +55,8 @@ def test_torchscript_through_the_cli_loads_and_takes_any_batch(trained_run, mode
     path = trained_run.path / "export" / "epoch0002-step00000020.torchscript.pt"
     parity, wrote = result.stdout.strip().splitlines()
     assert parity.startswith("parity (torch.jit.load (torch ") and "max |export - pytorch| = " in parity
-    assert wrote == f"wrote {path} (32x32, dynamic batch) and {path.name}.json"
+    assert wrote == (f"wrote {path} (32x32, dynamic batch; epoch0002-step00000020.pt (epoch 2, step 20)) "
+                     f"and {path.name}.json")
     assert result.stderr == ""  # TorchScript's deprecation and tracer warnings are handled, not shown
     with quiet_jit():
         loaded = torch.jit.load(str(path))

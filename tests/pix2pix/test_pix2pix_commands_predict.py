@@ -47,8 +47,9 @@ def test_mixed_sizes_keep_their_size_and_batching_does_not_change_pixels(trained
     result = run_cli("predict", str(trained_run.path), str(inputs), "-o", str(tmp_path / "batch4"), "-r",
                      "--batch-size", "4", "--device", "cpu")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == (f"wrote 4 images to {tmp_path / 'batch4'} (epoch0002-step00000020, epoch 2; "
-                                     "reflect-padded to multiples of 16, outputs cropped back)")
+    assert result.stdout.strip() == (f"wrote 4 images to {tmp_path / 'batch4'} (epoch0002-step00000020.pt (epoch 2, "
+                                     "step 20); reflect-padded to multiples of 16, outputs cropped back) and "
+                                     "predict.json")
     single = predict(trained_run.path, [inputs], tmp_path / "batch1", recursive=True)
     assert len(single.written) == 4
     for name, size in SIZES.items():

@@ -30,10 +30,10 @@ def test_cli_writes_json_csv_and_images_that_match_a_direct_computation(trained_
     result = run_cli("test", str(trained_run.path), "--device", "cpu", "--grid")
     assert result.returncode == 0, result.stderr
     out = trained_run.path / "test" / "epoch0002-step00000020-test"
-    summary, where = result.stdout.strip().splitlines()
-    assert summary.startswith("test: 4 images, epoch0002-step00000020 (epoch 2), eval mode: L1 ")
+    summary, where, page = result.stdout.strip().splitlines()
+    assert summary.startswith("test: 4 images, epoch0002-step00000020.pt (epoch 2, step 20), eval mode: L1 ")
     assert "| output=input: L1 " in summary
-    assert where == f"results: {out}"
+    assert where.startswith(f"results: {out}") and page == f"page: {out / 'index.html'}"
 
     data = json.loads((out / "metrics.json").read_text())
     assert (data["split"], data["mode"], data["epoch"], data["global_step"], data["images"]) == ("test", "eval", 2,
@@ -89,7 +89,8 @@ def test_train_mode_differs_from_eval_mode_repeats_and_leaves_the_weights_untouc
 
 def test_default_folder_names_the_checkpoint_split_and_mode(trained_run):
     report = run_test(trained_run.path, "best", split="val", mode="train")
-    assert report.out_dir == trained_run.path / "test" / "best-val-train-mode"
+    position = f"epoch{report.generator.epoch:04d}-step{report.generator.global_step:08d}"
+    assert report.out_dir == trained_run.path / "test" / f"best-{position}-val-train-mode"
     assert report.generator.checkpoint.name == "best.pt"
     assert len(report.names) == 2
 

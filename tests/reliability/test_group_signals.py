@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -94,7 +95,9 @@ def stop_with_group_signal(tmp_path: Path, data: Path, name: str, step: int, wor
     resumed = run_cli("train", "--resume", str(run_dir), "--set", f"loop.max_steps={status['step'] + 2}",
                       cwd=tmp_path)
     assert resumed.returncode == 0, f"{case}: resume failed\n{resumed.stderr}"
-    assert f"resuming {run_dir} at epoch 0, step {status['step']}" in resumed.stderr
+    # mid-epoch: "at epoch 1/1000, batch 5/36 (step 5)", epochs and batches counted from 1 as the console counts them
+    assert re.search(rf"resuming {re.escape(str(run_dir))} at epoch 1/\d+, batch {status['step']}/\d+ "
+                     rf"\(step {status['step']}\)", resumed.stderr), resumed.stderr
     after = json.loads((run_dir / "status.json").read_text())
     assert (after["status"], after["step"]) == ("finished", status["step"] + 2)
     assert train_steps(run_dir / "metrics.jsonl") == list(range(1, status["step"] + 3))  # each step logged once

@@ -46,8 +46,9 @@ CASES: dict[str, tuple[Callable[[Path, Path, Path], tuple], int, str]] = {
     # fsync 1 and 2: the split plan and its folder; 3: the first copied image
     "data split --copy": (lambda run, flat, out: ("data", "split", shutil.copytree(flat, out / "set"), "--copy",
                                                   "--seed", "1"), 3, "set/"),
+    # test builds its results in a staging folder beside --out (.o.tmp-PID) and renames it into place whole
     "test --grid": (lambda run, flat, out: ("test", run, "--split", "train", "--out", out / "o", "--grid",
-                                            "--device", "cpu"), 1, "o/images/"),
+                                            "--device", "cpu"), 1, ".o.tmp-"),
     "predict": (lambda run, flat, out: ("predict", run, flat, "-o", out / "p", "--device", "cpu"), 1, "p/"),
     "report": (lambda run, flat, out: ("report", run, "-o", out / "r" / "report.html"), 1, "r/"),
     "plot": (lambda run, flat, out: ("plot", run, "-o", out / "plots"), 1, "plots/"),
@@ -71,3 +72,28 @@ def test_a_rerun_deletes_the_temp_files_its_killed_run_left(name, run_dir, flat_
     again = run_nectargan(*command)
     assert again.returncode == 0, again.stderr[-2000:]
     assert temps(out) == [], f"{name} left the killed run's temp files"
+
+
+def test_a_test_killed_between_its_two_renames_loses_no_results(tmp_path):
+    """Killed after moving the earlier results aside (``.o.old-PID``) and before renaming the new ones in:
+    the next test puts the earlier results back where nothing took their place, and deletes them where
+    the new results did."""
+    import subprocess
+    import sys
+
+    from nectargan_pix2pix.tester import recover_moved_aside
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    pid = int(dead.stdout)
+    out = tmp_path / "o"
+    aside = tmp_path / f".o.old-{pid}"
+    aside.mkdir()
+    (aside / "metrics.json").write_text("earlier")
+    recover_moved_aside(out)
+    assert (out / "metrics.json").read_text() == "earlier" and not aside.exists()
+
+    aside.mkdir()
+    (aside / "metrics.json").write_text("older still")
+    recover_moved_aside(out)
+    assert (out / "metrics.json").read_text() == "earlier" and not aside.exists()

@@ -17,7 +17,9 @@ from nectargan_visdom.server import missing_assets
 from nectargan_visdom.updates import ImageUpdate, LogUpdate, UpdateQueue, ValidationUpdate
 from support import ROOT
 
-PIX2PIX_LOSSES = {"G/gan": 0.7, "G/l1": 31.0, "G/l1.raw": 0.31, "G/l1.weight": 100.0, "D/gan_d": 0.69}
+#: As the pix2pix trainer logs them: D's total is its one term, so the window shows it once.
+PIX2PIX_LOSSES = {"G/gan": 0.7, "G/l1": 31.0, "G/total": 31.7, "G/l1.raw": 0.31, "G/l1.weight": 100.0,
+                  "D/gan_d": 0.69, "D/total": 0.69}
 
 
 def test_full_queue_drops_the_oldest_update_and_counts_it():
@@ -54,8 +56,8 @@ def test_losses_get_one_window_per_network_and_skip_detail_keys():
     board.apply(LogUpdate(0.5, PIX2PIX_LOSSES, {"opt_g": 2e-4, "opt_d": 2e-4}))
     board.apply(LogUpdate(1.0, PIX2PIX_LOSSES, {"opt_g": 1e-4, "opt_d": 1e-4}))
     assert list(board.windows) == ["config", "loss_G", "loss_D", "lr"]
-    assert set(board.windows["loss_G"].series) == {"G/gan", "G/l1"}
-    assert board.windows["loss_D"].series["D/gan_d"] == ([0.5, 1.0], [0.69, 0.69])
+    assert set(board.windows["loss_G"].series) == {"G/gan", "G/l1", "G/total"}
+    assert board.windows["loss_D"].series == {"D/total": ([0.5, 1.0], [0.69, 0.69])}
     assert board.windows["lr"].series["opt_g"] == ([0.5, 1.0], [2e-4, 1e-4])
 
 
@@ -63,7 +65,7 @@ def test_detail_keys_and_switches():
     board = Board(VisdomOptions(details=True, lr=False, config=False))
     board.apply(LogUpdate(0.5, PIX2PIX_LOSSES, {"opt_g": 2e-4}))
     assert list(board.windows) == ["loss_G", "loss_D"]
-    assert set(board.windows["loss_G"].series) == {"G/gan", "G/l1", "G/l1.raw", "G/l1.weight"}
+    assert set(board.windows["loss_G"].series) == {"G/gan", "G/l1", "G/total", "G/l1.raw", "G/l1.weight"}
 
 
 def test_unprefixed_losses_share_one_window_and_validation_gets_one_per_metric():

@@ -30,12 +30,14 @@ from torch.utils.data import DataLoader
 from nectargan_core import ResumableSampler, Trainer, TrainerKit, hookimpl
 from nectargan_core.errors import ConfigError
 from nectargan_core.generators import GeneratorSpec
+from nectargan_core.signals import leave_stopping_to_main
 from nectargan_losses.gan import GANObjective
 from nectargan_losses.schedules import build_schedule, lr_scheduler, refresh_lr
 from nectargan_pix2pix.compilation import compile_for_training
 from nectargan_pix2pix.evaluation import MetricAccumulator, evaluation_mode
 from nectargan_pix2pix.examples import save_grid
-from nectargan_pix2pix.networks import build_network, data_channels
+from nectargan_pix2pix.networks import build_network
+from nectargan_pix2pix.options import data_channels
 from nectargan_pix2pix.precision import Precision
 from nectargan_pix2pix.trainer import make_adam, warn_if_decay_never_starts
 
@@ -301,9 +303,10 @@ class CycleGANTrainer(Trainer):
         images = self.val_set.domain(domain)
         total = len(images) if max_batches is None else min(len(images), max_batches * images.batch_size)
         options = self.val_set.options
-        return DataLoader(images, batch_size=images.batch_size, sampler=list(range(self.dist.rank, total,
-                                                                                   self.dist.world_size)),
-                          num_workers=options.num_workers, pin_memory=self.device.type == "cuda")
+        return leave_stopping_to_main(DataLoader(images, batch_size=images.batch_size,
+                                                 sampler=list(range(self.dist.rank, total, self.dist.world_size)),
+                                                 num_workers=options.num_workers,
+                                                 pin_memory=self.device.type == "cuda"))
 
     @hookimpl
     def validate(self, epoch: int) -> dict[str, float] | None:

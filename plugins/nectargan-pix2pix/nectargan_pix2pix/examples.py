@@ -1,7 +1,8 @@
-"""Example grids: one row per image, input | output | target."""
+"""Example grids: one row per image, input | output | target; and which images they show."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import torch
@@ -29,3 +30,18 @@ def save_grid(path: Path, inputs: torch.Tensor, outputs: torch.Tensor, targets: 
     save_image(example_grid(inputs, outputs, targets), tmp)
     tmp.replace(path)
     return path
+
+
+def spread_indices(total: int, count: int, seed: int) -> list[int]:
+    """``count`` of ``total`` indices, spread over the whole range: one drawn from each of ``count`` equal stretches.
+
+    Datasets are sorted by name, and neighbouring names often come from one
+    source (crops of one photo); the first N would all show it. The draw
+    depends only on ``seed``, ``total`` and ``count``, so the same images come
+    back every epoch and after a resume.
+    """
+    if count >= total:
+        return list(range(total))
+    draw = random.Random(f"nectargan examples {seed}")
+    bounds = [round(i * total / count) for i in range(count + 1)]
+    return [draw.randrange(bounds[i], bounds[i + 1]) for i in range(count)]

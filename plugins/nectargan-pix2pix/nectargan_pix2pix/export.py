@@ -84,6 +84,8 @@ class ExportReport:
     format: Format
     size: tuple[int, int]
     parity: Parity
+    #: Which weights: ``best.pt (epoch 3, step 12)``.
+    weights: str = ""
 
 
 def export_generator(target: str | Path, which: str = "latest", *, fmt: Format = "onnx",
@@ -99,8 +101,8 @@ def export_generator(target: str | Path, which: str = "latest", *, fmt: Format =
     if height % multiple or width % multiple:
         raise ExportError(f"--size {height}x{width}: height and width must be multiples of {multiple} "
                           "for this generator")
-    # a checkpoint with a generator per direction names the export after the direction
-    stem = generator.name if len(generator.directions) == 1 else f"{generator.name}-{generator.direction}"
+    # named after the weights' epoch (tag); a checkpoint with a generator per direction adds the direction
+    stem = generator.tag if len(generator.directions) == 1 else f"{generator.tag}-{generator.direction}"
     path = Path(output) if output is not None else (
         run_dir_of(generator.checkpoint) / "export" / f"{stem}{SUFFIXES[fmt]}")
     if path.is_dir():
@@ -137,7 +139,7 @@ def export_generator(target: str | Path, which: str = "latest", *, fmt: Format =
     if parity.passed is False:
         raise ExportError(f"parity check failed: max |export - pytorch| = {parity.max_abs_diff:.3g} is above the "
                           f"tolerance {tolerance:g}; {path} does not reproduce the model")
-    return ExportReport(path, sidecar, fmt, (height, width), parity)
+    return ExportReport(path, sidecar, fmt, (height, width), parity, generator.label)
 
 
 def _write_failure(exc: BaseException) -> Optional[str]:
@@ -235,6 +237,10 @@ def describe(generator: LoadedGenerator, path: Path, fmt: Format, size: tuple[in
         named = {"name": name} if fmt == "onnx" else {}
         return {**named, "shape": ["batch", channels, *size], "dtype": "float32", "range": [-1.0, 1.0]}
 
+    built = {"name": choice.name, **choice.options}
+    for key, channels in zip(("in_channels", "out_channels"), generator.channels):
+        if key in built:
+            built[key] = channels  # what it was built with (data's, or the direction's), not the model's default
     return {
         "file": path.name,
         "format": fmt,
@@ -245,9 +251,10 @@ def describe(generator: LoadedGenerator, path: Path, fmt: Format, size: tuple[in
                          "image = (output + 1) / 2 * max_value",
         "size_multiple": generator.size_multiple,
         "checkpoint": str(generator.checkpoint.resolve()),
+        "checkpoint_name": generator.checkpoint.name,
         "epoch": generator.epoch,
         "global_step": generator.global_step,
-        "generator": {"name": choice.name, **choice.options},
+        "generator": built,
         "direction": generator.direction,
         "network": generator.tracked,
         "parity": parity.as_dict(),

@@ -20,9 +20,10 @@ from nectargan_core.errors import CheckpointError
 from nectargan_core.generators import GeneratorSpec
 from nectargan_core.plugins import get_plugins
 from nectargan_core.registry import Registry
-from nectargan_core.rundir import RunDir
+from nectargan_core.rundir import CHECKPOINT_PATTERN, RunDir
 
-from .networks import build_network, data_channels
+from .networks import build_network
+from .options import data_channels
 from .evaluation import evaluation_mode
 
 
@@ -62,8 +63,25 @@ class LoadedGenerator:
 
     @property
     def name(self) -> str:
-        """The checkpoint's file stem (``best``, ``epoch0010-step00004000``), for naming outputs."""
+        """The checkpoint's file stem (``best``, ``epoch0010-step00004000``)."""
         return self.checkpoint.stem
+
+    @property
+    def tag(self) -> str:
+        """A name for outputs that says which weights made them, whatever the file is called.
+
+        A periodic checkpoint's stem already holds its epoch and step; any other
+        (``best``, a copied file) gets them appended (``best-epoch0003-step00000012``),
+        so the outputs of a later ``best`` never overwrite those of an earlier one.
+        """
+        if CHECKPOINT_PATTERN.match(self.checkpoint.name):
+            return self.name
+        return f"{self.name}-{RunDir.checkpoint_name(self.epoch, self.global_step).removesuffix('.pt')}"
+
+    @property
+    def label(self) -> str:
+        """``best.pt (epoch 3, step 12)``: the file and the position its weights come from."""
+        return f"{self.checkpoint.name} (epoch {self.epoch}, step {self.global_step})"
 
     @property
     def inverse(self) -> Optional[str]:

@@ -9,6 +9,7 @@ import torch
 from nectargan_core.registry import Registry
 
 from .contracts import check_channels
+from .options import data_channels
 
 
 def build_network(registry: Registry, choice: Any, **channels: int) -> torch.nn.Module:
@@ -25,12 +26,6 @@ def build_network(registry: Registry, choice: Any, **channels: int) -> torch.nn.
     check_channels(component.name, component.provided_by, fields, channels)
     options = {**choice.options, **{k: v for k, v in channels.items() if k in fields}}
     return component.load()(**options)
-
-
-def data_channels(config: Any) -> tuple[int, int]:
-    """(input channels, output channels) declared by the run's data section."""
-    options = config.data.options
-    return int(options.get("in_channels", 3)), int(options.get("out_channels", 3))
 
 
 def build_generator(registry: Registry, config: Any) -> torch.nn.Module:

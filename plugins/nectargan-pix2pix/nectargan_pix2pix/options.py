@@ -18,11 +18,12 @@ These fields become top-level sections of the run config when
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, Field, model_validator
 
 from nectargan_core.config import Section, choice_of
+from nectargan_core.registry import Registry
 from nectargan_losses.config import LossSection
 from nectargan_losses.options import ScheduleChoice
 
@@ -35,6 +36,17 @@ DiscriminatorChoice = choice_of("model", default="patchgan_70")
 #: The reference LR policy fitted to the run: constant for the first half of ``loop.epochs``, then linear
 #: decay to 0 over the second half (200 epochs: the reference's 100 + 100).
 RUN_LENGTH_LR = {"name": "pix2pix_linear", "n_epochs": None, "n_epochs_decay": None}
+
+
+#: Network option -> the ``data`` key it is taken from (only for networks whose options declare it).
+GENERATOR_CHANNELS = {"in_channels": "in_channels", "out_channels": "out_channels"}
+DISCRIMINATOR_CHANNELS = {"input_channels": "in_channels", "target_channels": "out_channels"}
+
+
+def data_channels(config: Any) -> tuple[int, int]:
+    """(input channels, output channels) declared by the run's data section (3 and 3 when it declares none)."""
+    options = config.data.options
+    return int(options.get("in_channels", 3)), int(options.get("out_channels", 3))
 
 
 class ModelsSection(Section):
@@ -58,7 +70,7 @@ class OptimSection(Section):
         "auto", description="Adam kernel: auto (fused where the device supports it), fused, foreach, single "
                             "(per-tensor loop), default (torch's own choice, as the reference: foreach on CUDA, "
                             "single on CPU)")
-    lr_schedule: ScheduleChoice = Field(default_factory=lambda: ScheduleChoice(**RUN_LENGTH_LR),
+    lr_schedule: ScheduleChoice = Field(default_factory=lambda: ScheduleChoice(**RUN_LENGTH_LR), validate_default=True,
                                         description="LR multiplier schedule of G (and of D unless lr_schedule_d)")
     lr_schedule_d: Optional[ScheduleChoice] = Field(None, description="Separate LR schedule for D (null: same as G)")
     gradient_accumulation: int = Field(1, ge=1, description="Batches whose gradients are summed per update")
@@ -106,7 +118,8 @@ class ExamplesSection(Section):
     """Example grids (input | output | target) of fixed images, to watch the generator learn."""
 
     every_epochs: Optional[int] = Field(1, ge=1, description="Write a grid every N epochs (null: never)")
-    count: int = Field(4, ge=1, le=64, description="How many images (the first N of the split)")
+    count: int = Field(4, ge=1, le=64, description="How many images, spread over the split (one from each "
+                                                    "of count equal stretches, drawn by run.seed)")
     split: Literal["val", "test", "train"] = Field("val", description="Where the images come from (train if "
                                                                        "the split is missing)")
 
@@ -123,6 +136,29 @@ class TestSection(Section):
 
 class Pix2pixOptions(BaseModel):
     """Sections the pix2pix trainer adds to the run config."""
+
+    @staticmethod
+    def resolve_config(config: Any, registry: Registry) -> dict[str, str]:
+        """Write the data's channel counts into the networks' options, so the config says what is built.
+
+        The networks are built with ``data.in_channels`` / ``data.out_channels``
+        whatever their own options say; recording those counts in
+        ``models.generator`` and ``models.discriminator`` keeps ``config.yaml``,
+        ``config show``, checkpoints, reports and export sidecars truthful.
+        Returns ``{network option: data key}`` for each value it set.
+        """
+        sources = dict(zip(("in_channels", "out_channels"), data_channels(config)))
+        derived: dict[str, str] = {}
+        for role, mapping in (("generator", GENERATOR_CHANNELS), ("discriminator", DISCRIMINATOR_CHANNELS)):
+            choice = getattr(config.models, role)
+            options = registry.get("model", choice.name).options
+            fields = options.model_fields if options is not None else {}
+            extra = choice.__pydantic_extra__
+            for option, key in mapping.items():
+                if option in fields and extra is not None:
+                    extra[option] = sources[key]
+                    derived[f"models.{role}.{option}"] = f"data.{key}"
+        return derived
 
     data: DataChoice = Field(default_factory=DataChoice, validate_default=True,
                              description="Dataset (paired by default) and its options")

@@ -5,11 +5,14 @@ converted to the generator's input channels (grey to RGB, alpha dropped,
 16-bit scaled by its full range), fitted to the sizes the generator accepts
 (:class:`~nectargan_pix2pix.images.Fit`), and batched with others of the
 same input size. Outputs are 8-bit PNGs named after their inputs; a folder's
-sub-folders are mirrored under the output folder.
+sub-folders are mirrored under the output folder. ``predict.json`` beside them
+records which weights made them (checkpoint, epoch, step) and lists them.
 """
 
 from __future__ import annotations
 
+import json
+import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -17,6 +20,8 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 import torch
+
+from nectargan_core.atomic import atomic_write_text
 
 from .data.augment import normalise
 from .data.decode import read_image, to_channels
@@ -36,8 +41,8 @@ class PredictReport:
     def summary(self) -> str:
         count = len(self.written)
         direction = f"{self.generator.direction}, " if len(self.generator.directions) > 1 else ""
-        return (f"wrote {count} image{'s' if count != 1 else ''} to {self.out_dir} ({direction}{self.generator.name}, "
-                f"epoch {self.generator.epoch}; {self.fit.describe()})")
+        return (f"wrote {count} image{'s' if count != 1 else ''} to {self.out_dir} ({direction}{self.generator.label}; "
+                f"{self.fit.describe()}) and {RECORD}")
 
 
 def batches(jobs: list[Job], fit: Fit, batch_size: int) -> Iterator[list[Job]]:
@@ -107,4 +112,29 @@ def predict_jobs(target: str | Path, jobs: list[Job], out_dir: Path, *, which: s
             while len(pending) > 2 * batch_size:
                 written.append(pending.popleft().result())
         written.extend(future.result() for future in pending)
-    return PredictReport(generator, Path(out_dir), sizing, written)
+    report = PredictReport(generator, Path(out_dir), sizing, written)
+    write_record(report)
+    return report
+
+
+#: What ``predict`` writes beside its outputs: which weights made them.
+RECORD = "predict.json"
+
+
+def write_record(report: PredictReport) -> Path:
+    """``OUT_DIR/predict.json``: the checkpoint, its epoch and step, the fit, and the files this call wrote."""
+    generator = report.generator
+    record = {
+        "checkpoint": str(generator.checkpoint.resolve()),
+        "checkpoint_name": generator.checkpoint.name,
+        "epoch": generator.epoch,
+        "global_step": generator.global_step,
+        "direction": generator.direction,
+        "fit": report.fit.describe(),
+        "written": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "outputs": sorted(str(path.relative_to(report.out_dir)) for path in report.written),
+    }
+    path = report.out_dir / RECORD
+    report.out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(record, indent=2) + "\n")
+    return path

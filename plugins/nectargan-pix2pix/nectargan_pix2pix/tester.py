@@ -2,20 +2,29 @@
 
 The split is read the way validation reads it: in order, never augmented,
 with the split's own deterministic preprocessing (``data.<split>.preprocess``).
-Results go to ``RUN_DIR/test/<checkpoint>-<split>/``::
+Results go to ``RUN_DIR/test/<checkpoint tag>-<split>/`` (the tag holds the
+epoch and step, ``best-epoch0003-step00000012`` for ``best.pt``, so results
+of different weights never share a folder)::
 
-    metrics.json   mean and per-image L1, PSNR, SSIM; checkpoint, epoch, mode; the output = input baseline
-    metrics.csv    one row per image, then a ``mean`` row
-    images/        the generator's outputs, one PNG per input, named after it
-    grids/         input | output | target per image (with ``grid=True``)
+    index.html       the results page: input | output | target and the scores of every image, worst first
+    metrics.json     mean and per-image L1, PSNR, SSIM; checkpoint, epoch, mode; the output = input baseline
+    metrics.csv      one row per image, then a ``mean`` row
+    images/          the generator's outputs, one PNG per input, named after it
+    inputs/          the inputs as the generator saw them (after preprocessing)
+    targets/         the targets, preprocessed the same way
+    grids/           input | output | target per image (with ``grid=True``)
 
 A paired dataset scores each output against its target. An unpaired one
 (a dataset with domains, such as CycleGAN's) has no targets: the generator
 of ``direction`` translates each image of its input domain (``<split>A/``
 for ``AtoB``) and the checkpoint's generator of the other direction
 translates it back; the scores compare that cycle reconstruction with the
-input, and the grids show input | output | reconstruction. Those results go
-to ``RUN_DIR/test/<checkpoint>-<split>-<direction>/``.
+input, ``reconstructions/`` holds it in place of ``targets/``, and the page
+and the grids show input | output | reconstruction. Those results go to
+``RUN_DIR/test/<checkpoint tag>-<split>-<direction>/``.
+
+The folder is written under a temporary name and then put in place whole, so
+it never mixes files of two tests: testing the same weights again replaces it.
 
 ``mode="eval"`` runs G in eval mode (dropout off, BN running statistics);
 without ``mode`` the run's config decides (``test.mode``, eval by default).
@@ -31,6 +40,8 @@ import csv
 import io
 import json
 import math
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Optional, Sequence
@@ -38,8 +49,9 @@ from typing import Any, Literal, Optional, Sequence
 import torch
 from torch.utils.data import DataLoader
 
-from nectargan_core.atomic import atomic_write_text
+from nectargan_core.atomic import atomic_write_text, pid_alive, sweep_stale_temps, temp_path
 from nectargan_core.errors import NectarGANError
+from nectargan_core.signals import leave_stopping_to_main
 
 from .data.dataset import PairedDataset
 from .data.errors import DatasetError
@@ -50,9 +62,17 @@ from .files import output_names
 from .images import Fit, save_png
 from .inference import LoadedGenerator, load_generators, run_dir_of
 from .evaluation import evaluation_mode
+from .results_page import write_page
+
+#: Sub-folders of a results folder, by what they hold (relative links in metrics.json and index.html).
+FOLDERS = {"input": "inputs", "output": "images", "target": "targets", "reconstruction": "reconstructions"}
+#: What a results folder's images show, left to right: paired, and unpaired (scored by the cycle).
+PAIRED_COLUMNS = ("input", "output", "target")
+CYCLE_COLUMNS = ("input", "output", "reconstruction")
 
 Mode = Literal["eval", "train"]
 BASELINE = "output = input (no generator)"
+PAIRED = "output with target"
 
 
 @dataclass
@@ -67,16 +87,37 @@ class EvaluationReport:
     values: dict[str, list[float]]
     mean: dict[str, float]
     baseline: Optional[dict[str, float]]
+    #: Per image, as ``values`` (None without a baseline).
+    baseline_values: Optional[dict[str, list[float]]] = None
+    #: ``(height, width)`` of each image as written.
+    sizes: Optional[list[tuple[int, int]]] = None
+    #: Whether earlier results in ``out_dir`` were replaced.
+    replaced: bool = False
     #: What the scores compare: the targets, or (unpaired) the inputs with their cycle reconstructions.
-    compared: str = "output with target"
+    compared: str = PAIRED
+    #: Each image's source file, in ``names`` order.
     sources: Optional[list[str]] = None
     data_root: Optional[Path] = None
+    #: The preprocessing of the split as read (``data.<split>.preprocess``).
+    preprocess: str = "?"
+
+    @property
+    def cycle(self) -> bool:
+        return self.compared != PAIRED
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """What the page and the image folders show per image (keys of ``FOLDERS``)."""
+        return CYCLE_COLUMNS if self.cycle else PAIRED_COLUMNS
+
+    @property
+    def page(self) -> Path:
+        return self.out_dir / "index.html"
 
     def summary(self) -> str:
         """One line: what was tested and how it scored, next to the trivial baseline."""
-        cycle = self.compared != "output with target"
-        what = f"{self.generator.direction}, {self.compared}: " if cycle else ""
-        line = (f"{self.split}: {len(self.names)} images, {self.generator.name} (epoch {self.generator.epoch}), "
+        what = f"{self.generator.direction}, {self.compared}: " if self.cycle else ""
+        line = (f"{self.split}: {len(self.names)} images, {self.generator.label}, "
                 f"{self.mode} mode: {what}{format_metrics(self.mean)}")
         if self.baseline is not None:
             line += f" | output=input: {format_metrics(self.baseline)}"
@@ -131,7 +172,7 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
              out_dir: Optional[Path] = None, batch_size: Optional[int] = None, device: str | torch.device = "cpu",
              data_root: Optional[Path] = None, grid: bool = False, arch: Optional[str] = None,
              arch_options: Sequence[str] = (), direction: Optional[str] = None) -> EvaluationReport:
-    """Run the generator of ``direction`` over ``split``, write metrics and images, and return the scores.
+    """Run the generator of ``direction`` over ``split``; write metrics, images and the results page; return the scores.
 
     With ``arch``, ``target`` is a reference state dict (see :func:`~nectargan_pix2pix.inference.load_generator`).
     """
@@ -147,20 +188,32 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
     cycle = not isinstance(dataset, PairedDataset)
     suffix = (f"-{generator.direction}" if cycle else "") + ("" if mode == "eval" else "-train-mode")
     out_dir = Path(out_dir) if out_dir is not None else (
-        run_dir_of(generator.checkpoint) / "test" / f"{generator.name}-{split}{suffix}")
-    if out_dir.exists() and not out_dir.is_dir():
-        raise NectarGANError(f"{out_dir}: exists and is not a folder; choose another --out")
-    if cycle:
-        report = _test_cycle(generator, inverse[0] if inverse else None, dataset, split, mode, out_dir, grid)
-    else:
-        report = _test_pairs(generator, dataset, split, mode, out_dir, grid)
-    write_metrics(report)
+        run_dir_of(generator.checkpoint) / "test" / f"{generator.tag}-{split}{suffix}")
+    sweep_stale_temps(out_dir.parent)  # the staging folder (``.NAME.tmp-PID``) of a test killed midway
+    recover_moved_aside(out_dir)
+    replaced = check_out_dir(out_dir)
+    staging = temp_path(out_dir)
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        if cycle:
+            report = _test_cycle(generator, inverse[0] if inverse else None, dataset, split, mode, out_dir,
+                                 staging, grid)
+        else:
+            report = _test_pairs(generator, dataset, split, mode, out_dir, staging, grid)
+        report.replaced = replaced
+        view = getattr(dataset.options, "val" if split == "train" else split, None)
+        report.preprocess = str(getattr(view, "preprocess", "?"))
+        write_metrics(report, staging)
+        write_page(report, staging)
+        publish(staging, out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return report
 
 
 def _test_pairs(generator: LoadedGenerator, dataset: PairedDataset, split: str, mode: Mode, out_dir: Path,
-                grid: bool) -> EvaluationReport:
-    """Each output against its target, next to the output = input baseline."""
+                staging: Path, grid: bool) -> EvaluationReport:
+    """Each output against its target, next to the output = input baseline; files go to ``staging``."""
     names = [path.name for path in output_names([Path(pair.a.name) for pair in dataset.pairs])]
     in_channels, out_channels = generator.channels
     fit = Fit("pad", generator.size_multiple)
@@ -168,6 +221,7 @@ def _test_pairs(generator: LoadedGenerator, dataset: PairedDataset, split: str, 
 
     values: dict[str, list[float]] = {name: [] for name in METRICS}
     baseline: dict[str, list[float]] = {name: [] for name in METRICS}
+    sizes: list[tuple[int, int]] = [(0, 0)] * len(names)
     with evaluation_mode(model, mode == "eval"), torch.random.fork_rng():
         torch.manual_seed(generator.config.run.seed)
         for batch in build_dataloader(dataset, device=target_device):
@@ -180,17 +234,22 @@ def _test_pairs(generator: LoadedGenerator, dataset: PairedDataset, split: str, 
                 for name, scores in per_image(real_a, real_b).items():
                     baseline[name] += scores.tolist()
             for i, index in enumerate(batch["index"].tolist()):
-                save_png(out_dir / "images" / names[index], to_unit(fake_b[i]))
+                sizes[index] = (int(height), int(width))
+                for what, images in zip(PAIRED_COLUMNS, (real_a, fake_b, real_b)):
+                    save_png(staging / FOLDERS[what] / names[index], to_unit(images[i]))
                 if grid:
-                    save_grid(out_dir / "grids" / names[index], real_a[i:i + 1], fake_b[i:i + 1], real_b[i:i + 1])
+                    save_grid(staging / "grids" / names[index], real_a[i:i + 1], fake_b[i:i + 1],
+                              real_b[i:i + 1])
 
+    has_baseline = in_channels == out_channels
     return EvaluationReport(out_dir, generator, split, mode, names, values, mean_of(values),
-                            mean_of(baseline) if in_channels == out_channels else None,
+                            mean_of(baseline) if has_baseline else None,
+                            baseline if has_baseline else None, sizes,
                             sources=[str(pair.a) for pair in dataset.pairs], data_root=Path(dataset.options.root))
 
 
 def _test_cycle(generator: LoadedGenerator, back: Optional[LoadedGenerator], dataset: Any, split: str, mode: Mode,
-                out_dir: Path, grid: bool) -> EvaluationReport:
+                out_dir: Path, staging: Path, grid: bool) -> EvaluationReport:
     """Unpaired: each image of the input domain translated, and back by ``back``; the reconstruction against it."""
     if back is None:
         raise NectarGANError(f"{generator.checkpoint}: the split is unpaired, so outputs are scored by translating "
@@ -203,8 +262,9 @@ def _test_cycle(generator: LoadedGenerator, back: Optional[LoadedGenerator], dat
     names = [path.name for path in output_names([Path(path.name) for path in images.paths])]
     fit = Fit("pad", generator.size_multiple)
     values: dict[str, list[float]] = {name: [] for name in METRICS}
-    loader = DataLoader(images, batch_size=images.batch_size, shuffle=False,
-                        num_workers=dataset.options.num_workers)
+    sizes: list[tuple[int, int]] = [(0, 0)] * len(names)
+    loader = leave_stopping_to_main(DataLoader(images, batch_size=images.batch_size, shuffle=False,
+                                               num_workers=dataset.options.num_workers))
     with evaluation_mode(generator.model, mode == "eval"), evaluation_mode(back.model, mode == "eval"), \
             torch.random.fork_rng():
         torch.manual_seed(generator.config.run.seed)
@@ -216,15 +276,71 @@ def _test_cycle(generator: LoadedGenerator, back: Optional[LoadedGenerator], dat
             for name, scores in per_image(reconstructed, real).items():
                 values[name] += scores.tolist()
             for i, index in enumerate(batch["index"].tolist()):
-                save_png(out_dir / "images" / names[index], to_unit(fake[i]))
+                sizes[index] = (int(height), int(width))
+                for what, shown in zip(CYCLE_COLUMNS, (real, fake, reconstructed)):
+                    save_png(staging / FOLDERS[what] / names[index], to_unit(shown[i]))
                 if grid:
-                    save_grid(out_dir / "grids" / names[index], real[i:i + 1], fake[i:i + 1],
+                    save_grid(staging / "grids" / names[index], real[i:i + 1], fake[i:i + 1],
                               reconstructed[i:i + 1])
     target_domain = "B" if source == "A" else "A"
     compared = f"cycle {source}->{target_domain}->{source} with {source}"
-    return EvaluationReport(out_dir, generator, split, mode, names, values, mean_of(values), None,
+    return EvaluationReport(out_dir, generator, split, mode, names, values, mean_of(values), None, None, sizes,
                             compared=compared, sources=[str(path) for path in images.paths],
                             data_root=Path(dataset.options.root))
+
+
+def is_results_folder(path: Path) -> bool:
+    """Whether ``path`` holds what ``nectargan test`` writes (its metrics.json names a checkpoint)."""
+    try:
+        data = json.loads((path / "metrics.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "checkpoint" in data and "per_image" in data
+
+
+def check_out_dir(out_dir: Path) -> bool:
+    """Whether ``out_dir`` holds earlier results (to be replaced); an error when it holds anything else."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise NectarGANError(f"{out_dir}: exists and is not a folder; choose another --out")
+    if not out_dir.is_dir() or not any(out_dir.iterdir()):
+        return False
+    if not is_results_folder(out_dir):
+        raise NectarGANError(f"{out_dir}: holds files that nectargan test did not write; "
+                             "choose another --out (results replace a folder as a whole)")
+    return True
+
+
+def recover_moved_aside(out_dir: Path) -> None:
+    """Undo what a test killed inside :func:`publish` left: the earlier results it moved aside (``.NAME.old-PID``)
+    go back in place when nothing took it, and are deleted when the new results did."""
+    prefix = f".{out_dir.name}.old-"
+    try:
+        entries = sorted(out_dir.parent.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        pid = entry.name[len(prefix):]
+        if not (entry.name.startswith(prefix) and pid.isdigit()) or pid_alive(int(pid)):
+            continue
+        if not out_dir.exists():
+            entry.rename(out_dir)
+        else:
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def publish(staging: Path, out_dir: Path) -> None:
+    """Put the finished ``staging`` folder in place of ``out_dir``, in two renames.
+
+    The earlier folder is moved aside first and removed last, so a crash in
+    between leaves the new results in place or the old ones, never a mix.
+    """
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+    if out_dir.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        out_dir.rename(old)
+    staging.rename(out_dir)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def mean_of(values: dict[str, list[float]]) -> dict[str, float]:
@@ -236,14 +352,20 @@ def json_number(value: float) -> Optional[float]:
     return value if math.isfinite(value) else None
 
 
-def write_metrics(report: EvaluationReport) -> None:
+def write_metrics(report: EvaluationReport, folder: Path) -> None:
+    """``metrics.json`` and ``metrics.csv`` in ``folder`` (the results folder, or its staging copy)."""
     generator = report.generator
-    per_image_rows = [
-        {"image": name, "source": source, **{m: json_number(report.values[m][i]) for m in METRICS}}
-        for i, (name, source) in enumerate(zip(report.names, report.sources or []))
-    ]
+
+    def row(i: int, name: str, source: str) -> dict[str, Any]:
+        entry = {"image": name, "source": source, **{m: json_number(report.values[m][i]) for m in METRICS},
+                 "files": {what: f"{FOLDERS[what]}/{name}" for what in report.columns}}
+        if report.baseline_values is not None:
+            entry["baseline"] = {m: json_number(report.baseline_values[m][i]) for m in METRICS}
+        return entry
+
     data: dict[str, Any] = {
         "checkpoint": str(generator.checkpoint.resolve()),
+        "checkpoint_name": generator.checkpoint.name,
         "epoch": generator.epoch,
         "global_step": generator.global_step,
         "split": report.split,
@@ -252,13 +374,14 @@ def write_metrics(report: EvaluationReport) -> None:
         "compared": report.compared,
         "data_root": str(Path(report.data_root).resolve()) if report.data_root is not None else None,
         "images": len(report.names),
+        "page": "index.html",
         "mean": {m: json_number(v) for m, v in report.mean.items()},
         "baseline": None if report.baseline is None else {
             "what": BASELINE, "mean": {m: json_number(v) for m, v in report.baseline.items()}},
-        "per_image": per_image_rows,
+        "per_image": [row(i, name, source) for i, (name, source) in enumerate(zip(report.names, report.sources or []))],
     }
-    report.out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(report.out_dir / "metrics.json", json.dumps(data, indent=2) + "\n")
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(folder / "metrics.json", json.dumps(data, indent=2) + "\n")
 
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
@@ -266,4 +389,4 @@ def write_metrics(report: EvaluationReport) -> None:
     for i, name in enumerate(report.names):
         writer.writerow([name, *(report.values[m][i] for m in METRICS)])
     writer.writerow(["mean", *(report.mean[m] for m in METRICS)])
-    atomic_write_text(report.out_dir / "metrics.csv", text.getvalue())
+    atomic_write_text(folder / "metrics.csv", text.getvalue())

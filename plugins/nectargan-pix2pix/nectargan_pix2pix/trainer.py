@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +37,14 @@ from nectargan_losses.manager import LossManager
 from nectargan_losses.schedules import Pix2PixLinear, build_schedule, lr_scheduler, refresh_lr
 
 from .evaluation import MetricAccumulator, evaluation_mode
-from .examples import save_grid
-from .networks import build_discriminator, build_generator, data_channels
-from .options import Pix2pixOptions
+from .examples import save_grid, spread_indices
+from .networks import build_discriminator, build_generator
+from .options import Pix2pixOptions, data_channels
 from .precision import Precision
 from .compilation import compile_for_training
 from .contracts import batch_size_of, check_dataset_item, is_conditional
+from .preflight import check_config
+from .summary import pix2pix_rows
 
 
 def make_adam(params: Any, lr: float, optim: Any, device: torch.device) -> torch.optim.Adam:
@@ -283,7 +286,20 @@ class Pix2pixTrainer(Trainer):
                 logs.update(g.logs())
         return logs
 
+    # -- before the run directory, and what defines the run ------------------
+    @classmethod
+    def check_config(cls, config: Any, registry: Any) -> None:
+        """Data folder, network options and image size, checked before a run directory is made."""
+        check_config(config, registry)
+
+    def describe(self) -> dict[str, str]:
+        """Networks with parameter counts, data per split, precision, loss, optimizer and examples."""
+        return pix2pix_rows(self, super().describe())
+
     # -- epochs, validation, examples ---------------------------------------
+    #: The columns of an example grid.
+    example_columns = ("input", "output", "target")
+
     @hookimpl
     def on_load_checkpoint(self) -> None:
         """After a resume, the LR the (possibly re-fitted) schedule gives now, not the one saved with the old."""
@@ -300,16 +316,26 @@ class Pix2pixTrainer(Trainer):
         if every and (epoch + 1) % every == 0 and self.is_main:
             self.write_examples(self.run_dir.examples / f"epoch{epoch + 1:04d}.png")
 
+    @cached_property
+    def example_source(self) -> tuple[Any, list[int], str]:
+        """The examples' dataset, the indices of their images in it, and the split's name.
+
+        The images are spread over the split (:func:`spread_indices`, seeded by
+        ``run.seed``), the same ones every epoch and after every resume.
+        """
+        cfg = self.config.examples
+        dataset, split = (self.val_set if cfg.split == "val" else None), cfg.split
+        if cfg.split == "test":
+            dataset = self._optional_split("test")
+        if dataset is None or not len(dataset):
+            dataset, split = self._train_view(), "train"
+        return dataset, spread_indices(len(dataset), cfg.count, self.config.run.seed), split
+
     def example_batch(self) -> dict[str, torch.Tensor] | None:
-        """The same first N images of the examples split, every time (so progress is visible)."""
+        """The same example images every time (so progress is visible), spread over their split."""
         if self._examples is None:
-            cfg = self.config.examples
-            dataset = self.val_set if cfg.split == "val" else None
-            if cfg.split == "test":
-                dataset = self._optional_split("test")
-            if dataset is None or not len(dataset):
-                dataset = self._train_view()
-            items = [dataset[i] for i in range(min(cfg.count, len(dataset)))]
+            dataset, indices, _ = self.example_source
+            items = [dataset[i] for i in indices]
             if not items:
                 return None
             self._examples = {key: torch.stack([item[key] for item in items]) for key in ("A", "B")}

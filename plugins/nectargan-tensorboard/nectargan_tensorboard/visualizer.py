@@ -27,6 +27,7 @@ from torch.utils.tensorboard import SummaryWriter
 
 from nectargan_core import hookimpl
 from nectargan_core.config import dump_yaml
+from nectargan_core.losskeys import repeated_terms
 
 IMAGE_TAG = "examples"
 CONFIG_TAG = "config"
@@ -100,8 +101,9 @@ class TensorBoardVisualizer:
         return Path(self.log_dir.format(name=run.parent.name, version=run.name))
 
     def _scalars(self, values: Mapping[str, float], step: int, prefix: str = "") -> None:
+        repeated = repeated_terms(values)  # D/gan_d when it is all of D/total: one tag, not two
         for key, value in values.items():
-            if self.details or "." not in key:
+            if key not in repeated and (self.details or "." not in key):
                 self.writer.add_scalar(prefix + key, value, step)
 
     @hookimpl

@@ -15,6 +15,8 @@ from typing import Any, Iterable, Mapping, Optional, Protocol
 
 import numpy as np
 
+from nectargan_core.losskeys import repeated_terms
+
 from .options import VisdomOptions
 from .updates import ImageUpdate, LogUpdate, Update, ValidationUpdate
 
@@ -165,8 +167,9 @@ class Board:
     def _losses(self, x: float, losses: Mapping[str, Any]) -> None:
         """One window per network: the part of the key before '/' (``G/gan`` -> G)."""
         groups: dict[str, dict[str, Any]] = {}
+        repeated = repeated_terms(losses)  # D/gan_d when it is all of D/total: one curve, not two
         for key, value in losses.items():
-            if "." in key and not self.options.details:
+            if key in repeated or ("." in key and not self.options.details):
                 continue
             network, slash, _ = key.partition("/")
             groups.setdefault(network if slash else "", {})[key] = value

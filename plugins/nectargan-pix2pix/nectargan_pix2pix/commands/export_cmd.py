@@ -25,7 +25,8 @@ TOLERANCE_OPTION = BoundedFloat(0.0, 2.0, "outputs lie in [-1, 1], so a larger t
                    "pytorch-CycleGAN-and-pix2pix state dicts (<label>_net_G.pth).")
 @checkpoint_option
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="Output file (default: RUN_DIR/export/<checkpoint>.onnx or .torchscript.pt); with --format "
+              help="Output file (default: RUN_DIR/export/<checkpoint>.onnx or .torchscript.pt, where <checkpoint> holds "
+                   "the epoch and step, e.g. best-epoch0003-step00000012); with --format "
                    "reference a folder, the reference's checkpoints/<name> (default: RUN_DIR/export/reference).")
 @click.option("--size", type=SizeType(), metavar="N|HxW", default=None,
               help="Input size N or HxW (default: the training crop size).")
@@ -67,5 +68,5 @@ def export_command(target: Path, fmt: str, which: str, output: Optional[Path], s
     report = export_generator(target, which, fmt=fmt, output=output, size=size, opset=opset, tolerance=tolerance,
                               direction=direction)
     click.echo(printable_lines(report.parity.describe()))
-    click.echo(printable(f"wrote {report.path} ({report.size[0]}x{report.size[1]}, dynamic batch) "
+    click.echo(printable(f"wrote {report.path} ({report.size[0]}x{report.size[1]}, dynamic batch; {report.weights}) "
                          f"and {report.sidecar.name}"))

@@ -23,7 +23,8 @@ from .options import check_reference_options, checkpoint_option, device_option, 
                    "(dropout on, per-batch BN statistics); the saved weights are never changed. "
                    "Default: the run's test.mode (eval unless its config says otherwise).")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None,
-              help="Output folder (default: RUN_DIR/test/<checkpoint>-<split>[-train-mode]).")
+              help="Output folder (default: RUN_DIR/test/<checkpoint>-<split>[-train-mode], where <checkpoint> "
+                   "holds the epoch and step, e.g. best-epoch0003-step00000012). Replaced as a whole by a rerun.")
 @click.option("--batch-size", type=BATCH_OPTION, default=None,
               help="Images per batch (default: the run's data.<split>.batch_size).")
 @device_option
@@ -35,14 +36,16 @@ from .options import check_reference_options, checkpoint_option, device_option, 
 def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out_dir: Optional[Path],
                  batch_size: Optional[int], device: str, data_root: Optional[Path], grid: bool,
                  direction: Optional[str], arch: Optional[str], arch_options: tuple[str, ...]) -> None:
-    """Run a trained generator over a split; write per-image L1, PSNR, SSIM and the outputs.
+    """Run a trained generator over a split; write per-image L1, PSNR, SSIM, the images and a results page.
 
-    Writes metrics.json (mean, per image, checkpoint, epoch, mode, and the
-    output = input baseline), metrics.csv (one row per image and a mean row)
-    and images/<input name>.png. Metrics compare images in [0, 1]. On an
-    unpaired split (CycleGAN) the generator of --direction translates its
-    input domain and the other generator translates back: the metrics compare
-    that reconstruction with the input.
+    Writes index.html (every image as input | output | target with its
+    scores, worst first, sortable; the checkpoint, epoch and mode; the
+    output = input baseline), metrics.json, metrics.csv (one row per image and
+    a mean row), and images/, inputs/ and targets/ as PNG. Metrics compare
+    images in [0, 1]. On an unpaired split (CycleGAN) the generator of
+    --direction translates its input domain and the other generator
+    translates back: the metrics compare that reconstruction with the input,
+    and reconstructions/ takes the place of targets/.
 
     \b
     Examples:
@@ -61,4 +64,6 @@ def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out
                       device=resolve_device(device), data_root=data_root, grid=grid, arch=arch,
                       arch_options=arch_options, direction=direction)
     click.echo(printable_lines(report.summary()))
-    click.echo(printable(f"results: {report.out_dir}"))
+    click.echo(printable(f"results: {report.out_dir}" + (" (replaced the earlier results there)" if report.replaced
+                                                          else "")))
+    click.echo(printable(f"page: {report.page}"))
