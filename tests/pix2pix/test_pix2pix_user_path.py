@@ -185,6 +185,10 @@ def test_a_config_mistake_is_one_line_and_leaves_no_run_directory(dataset, tmp_p
     (["models.generator={name: unet_256}"], ConfigError,
      "data.crop_size: 32 is not a multiple of 256, which models.generator ('unet_256') needs for its inputs; "
      "use 256, or a generator with fewer downsamplings (depth)"),
+    (["models.generator={name: resnet, depth: 5}"], ConfigError,  # a newcomer's walk: was a failed run dir
+     "data.crop_size: 32: input 32x32 is too small for this resnet generator: height and width must be at least "
+     "64 (reflection padding needs more pixels than it adds); raise data.crop_size or choose another "
+     "models.generator"),
     (["data.root=nowhere"], DatasetError, "nowhere: dataset folder does not exist (data.root)"),
     (["data.root=empty"], ConfigError, "data.root: empty/train: no images (looked for "),
     (["data.root=null"], ConfigError, "data.root: no dataset folder given; set data.root"),

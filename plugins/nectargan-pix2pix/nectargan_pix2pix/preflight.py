@@ -83,6 +83,12 @@ def check_size(size: int, generator: Optional[torch.nn.Module], discriminator: O
             f"{key}: {size} is not a multiple of {multiple}, which models.generator "
             f"('{config.models.generator.name}') needs for its inputs; use {sizes}, or a generator with "
             "fewer downsamplings (depth)")
+    check_input = getattr(generator, "check_input_size", None)
+    if callable(check_input):  # e.g. a ResNet's reflection padding needs a minimum size
+        try:
+            check_input(size, size)
+        except (ValueError, NectarGANError) as exc:
+            raise ConfigError(f"{key}: {size}: {exc}; raise {key} or choose another models.generator") from None
     output_size = getattr(discriminator, "output_size", None)
     if callable(output_size):
         try:
