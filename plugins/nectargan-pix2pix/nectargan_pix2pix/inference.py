@@ -41,6 +41,19 @@ class LoadedGenerator:
     directions: tuple[str, ...] = ("AtoB",)
     #: The name the trainer tracked it under (its key in the checkpoint's ``state``).
     tracked: str = "generator"
+    #: Batches of the next epoch already trained when the checkpoint was written (0: at an epoch's end).
+    batch_in_epoch: int = 0
+
+    @property
+    def position(self) -> str:
+        """Where the weights come from, counting epochs from 1 as ``nectargan train`` does.
+
+        ``epoch 3`` (the end of the third), or mid-epoch ``epoch 1, batch 15`` (the
+        checkpoint's file name and ``epoch`` entry count the epochs *done*: 0 there).
+        """
+        if self.batch_in_epoch:
+            return f"epoch {self.epoch + 1}, batch {self.batch_in_epoch}"
+        return f"epoch {self.epoch}"
 
     @property
     def channels(self) -> tuple[int, int]:
@@ -81,7 +94,7 @@ class LoadedGenerator:
     @property
     def label(self) -> str:
         """``best.pt (epoch 3, step 12)``: the file and the position its weights come from."""
-        return f"{self.checkpoint.name} (epoch {self.epoch}, step {self.global_step})"
+        return f"{self.checkpoint.name} ({self.position}, step {self.global_step})"
 
     @property
     def inverse(self) -> Optional[str]:
@@ -192,6 +205,7 @@ def load_generators(target: str | Path, which: str = "latest", directions: Seque
                               "(its 'config' entry is missing or not a mapping)")
     with restoring(str(path)):  # a damaged or crafted checkpoint: one line naming the file and what it lacks
         epoch, global_step = int(checkpoint["epoch"]), int(checkpoint["global_step"])
+        batch_in_epoch = int(checkpoint.get("batch_in_epoch") or 0)
     config = validate_config(checkpoint["config"], registry, source=f"{path} (stored config)")
     loaded = []
     for direction in wanted:
@@ -208,7 +222,7 @@ def load_generators(target: str | Path, which: str = "latest", directions: Seque
         model.to(device).eval()
         loaded.append(LoadedGenerator(model, config, path, epoch, global_step,
                                       direction=direction, spec=spec, directions=tuple(declared),
-                                      tracked=declared[direction]))
+                                      tracked=declared[direction], batch_in_epoch=batch_in_epoch))
     return loaded
 
 

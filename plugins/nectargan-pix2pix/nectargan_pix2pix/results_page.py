@@ -116,7 +116,7 @@ def facts(report: "EvaluationReport") -> str:
     model = generator.spec.model if generator.spec is not None else generator.config.models.generator
     rows = [
         ("run", str(run.resolve())),
-        ("checkpoint", f"{generator.checkpoint.name}: epoch {generator.epoch}, step {generator.global_step}"),
+        ("checkpoint", f"{generator.checkpoint.name}: {generator.position}, step {generator.global_step}"),
         ("split", f"{report.split} ({len(report.names)} images, preprocess {report.preprocess}{root})"),
         ("mode", MODES[report.mode]),
         ("generator", f"{model.name} ({generator.tracked}), {generator.direction}, {generator.channels[0]} -> "
@@ -195,7 +195,7 @@ def page_html(report: "EvaluationReport") -> str:
     run = run_dir_of(generator.checkpoint)
     direction = f" {generator.direction}" if report.cycle else ""
     title = (f"{run.parent.name}/{run.name}: {report.split}{direction}, {generator.checkpoint.name} "
-             f"(epoch {generator.epoch})")
+             f"({generator.position})")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
