@@ -126,6 +126,17 @@ def test_the_config_records_the_channels_the_networks_were_built_with(grey_run, 
     assert "1 -&gt; 3 channels" in report and "    in_channels: 1\n    out_channels: 3\n" in report
 
 
+@pytest.mark.slow  # the grey run trains for about 30 s on 2 cores
+def test_a_grey_to_colour_test_has_the_grey_picture_as_its_baseline(grey_run, tmp_path):
+    # a newcomer on grey -> colour photos got "No baseline" on the results page
+    run_dir, _, _ = grey_run
+    tested = run_cli("test", str(run_dir), "--out", str(tmp_path / "t"), cwd=run_dir.parents[2])
+    assert tested.returncode == 0, tested.stderr
+    assert " | output=input: L1 " in tested.stdout.splitlines()[0]
+    metrics = json.loads((tmp_path / "t" / "metrics.json").read_text())
+    assert metrics["baseline"]["mean"]["l1"] > 0
+
+
 def grid_rows(path, size, rows):
     """The (input, output, target) cells of each row of an example grid (make_grid, padding 2)."""
     pixels = np.asarray(Image.open(path).convert("RGB"))

@@ -144,7 +144,7 @@ def means(report: "EvaluationReport") -> str:
     elif report.cycle:
         note = "<p class=\"note\">No baseline: an unpaired split has no targets to score the input against.</p>"
     else:
-        note = "<p class=\"note\">No baseline: input and target have different channel counts.</p>"
+        note = "<p class=\"note\">No baseline: input and target have different channel counts (a grey input is compared with its channel repeated; other mixes are not).</p>"
     return f'<table id="means">{head}{body}</table>{note}'
 
 

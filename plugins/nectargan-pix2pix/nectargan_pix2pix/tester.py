@@ -221,6 +221,7 @@ def _test_pairs(generator: LoadedGenerator, dataset: PairedDataset, split: str, 
 
     values: dict[str, list[float]] = {name: [] for name in METRICS}
     baseline: dict[str, list[float]] = {name: [] for name in METRICS}
+    has_baseline = in_channels == out_channels or in_channels == 1
     sizes: list[tuple[int, int]] = [(0, 0)] * len(names)
     with evaluation_mode(model, mode == "eval"), torch.random.fork_rng():
         torch.manual_seed(generator.config.run.seed)
@@ -230,8 +231,9 @@ def _test_pairs(generator: LoadedGenerator, dataset: PairedDataset, split: str, 
             fake_b = fit.restore(model(fit.prepare(real_a)), height, width)
             for name, scores in per_image(fake_b, real_b).items():
                 values[name] += scores.tolist()
-            if in_channels == out_channels:
-                for name, scores in per_image(real_a, real_b).items():
+            if has_baseline:  # a grey input is compared as the grey picture it is (its channel repeated)
+                as_output = real_a if in_channels == out_channels else real_a.expand(-1, out_channels, -1, -1)
+                for name, scores in per_image(as_output, real_b).items():
                     baseline[name] += scores.tolist()
             for i, index in enumerate(batch["index"].tolist()):
                 sizes[index] = (int(height), int(width))
@@ -241,7 +243,6 @@ def _test_pairs(generator: LoadedGenerator, dataset: PairedDataset, split: str, 
                     save_grid(staging / "grids" / names[index], real_a[i:i + 1], fake_b[i:i + 1],
                               real_b[i:i + 1])
 
-    has_baseline = in_channels == out_channels
     return EvaluationReport(out_dir, generator, split, mode, names, values, mean_of(values),
                             mean_of(baseline) if has_baseline else None,
                             baseline if has_baseline else None, sizes,
