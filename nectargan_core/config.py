@@ -276,6 +276,10 @@ def _wrong_scalar(annotation: Any, value: Any) -> Optional[str]:
     if int in kinds and float not in kinds and isinstance(value, (float, str)):
         return f"must be an integer (got {shown}); write a whole number without quotes or decimal point"
     if float in kinds and isinstance(value, str):
+        if isinstance(value, OverrideText):  # a bare --set value: nobody wrote quotes
+            if value.strip().lower().lstrip("+-.") in {"inf", "infinity", "nan"}:
+                return f"must be a finite number (got {shown})"
+            return f"must be a number (got {shown})"
         return f"must be a number (got {shown}); write it without quotes"
     return None
 
@@ -806,8 +810,8 @@ def read_override(annotation: Any, text: str) -> Any:
     try:
         value = load_yaml(text)
     except yaml.YAMLError:
-        return str(text)
-    return value if isinstance(value, (bool, int, float)) else str(text)
+        return OverrideText(text)
+    return value if isinstance(value, (bool, int, float)) else OverrideText(text)
 
 
 def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:

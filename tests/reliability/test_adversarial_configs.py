@@ -45,6 +45,9 @@ IN_PROCESS_SECONDS = 5.0
 CLI_SECONDS = 30.0
 UNSAFE_OUTPUT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 LONG_SERIES = int(os.environ.get("NECTARGAN_ADVERSARY_EXAMPLES", "100"))
+#: The random series draw the same examples in every run (CI must not fail by chance); set
+#: NECTARGAN_LONG_SERIES=1 to draw new ones each time, as a search for new failures.
+RANDOM_DRAWS = os.environ.get("NECTARGAN_LONG_SERIES") == "1"
 
 
 @lru_cache(maxsize=1)
@@ -104,7 +107,9 @@ def assert_cli_clean(path: Path) -> str:
     assert "Traceback" not in result.stderr, result.stderr[-2000:]
     assert not UNSAFE_OUTPUT.search(result.stdout + result.stderr), "raw control character in the output"
     if result.returncode == 0:
-        assert result.stdout.strip() == f"{path}: ok" and not result.stderr.strip()
+        assert result.stdout.strip() == f"{path}: ok"
+        # one-line warnings are allowed (a mutated provenance block: "this config used nectargan-losses 0 ...")
+        assert all(line.startswith("warning: ") for line in result.stderr.strip().splitlines()), result.stderr
         assert not adversary.bound_violations(load_config(path, registry=registry()).to_dict())
     else:
         lines = result.stderr.strip().splitlines()
@@ -223,7 +228,8 @@ def test_any_value_anywhere_validates_within_bounds_or_is_refused(tmp_path_facto
 
 
 @pytest.mark.slow
-@settings(max_examples=LONG_SERIES * 10, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=LONG_SERIES * 10, derandomize=not RANDOM_DRAWS, deadline=None,
+          suppress_health_check=list(HealthCheck))
 @given(choices=MUTATIONS, suffix=st.sampled_from([".yaml", ".json"]))
 def test_any_value_anywhere_long_series(tmp_path_factory, choices, suffix):
     check_random(tmp_path_factory.mktemp("cfg"), choices, suffix, all_leaves())
@@ -241,7 +247,8 @@ def test_any_value_through_the_cli_is_ok_or_error_lines(tmp_path_factory, choice
 
 
 @pytest.mark.slow
-@settings(max_examples=LONG_SERIES // 3, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=LONG_SERIES // 3, derandomize=not RANDOM_DRAWS, deadline=None,
+          suppress_health_check=list(HealthCheck))
 @given(choices=MUTATIONS, suffix=st.sampled_from([".yaml", ".json"]))
 def test_any_value_through_the_cli_long_series(tmp_path_factory, choices, suffix):
     cli_random(tmp_path_factory.mktemp("cli"), choices, suffix)
