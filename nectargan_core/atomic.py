@@ -248,5 +248,10 @@ def describe_os_error(exc: BaseException, *, with_file: bool = True) -> Optional
         return f"{where}exists and is not a folder; choose another path"
     if cause is None or cause.errno not in ENVIRONMENT_ERRNOS:
         return None
-    where = f"{os.fsdecode(cause.filename)}: " if with_file and cause.filename else ""
+    where = f"{target_of(os.fsdecode(cause.filename))}: " if with_file and cause.filename else ""
     return f"{where}{cause.strerror or os.strerror(cause.errno)}; {ENVIRONMENT_ERRNOS[cause.errno]}"
+
+
+def target_of(path: str) -> str:
+    """``path`` with a staging folder ``.NAME.tmp-PID`` shown as the ``NAME`` it becomes (users know that one)."""
+    return "/".join(re.sub(r"^\.(.+)\.tmp-\d+$", r"\1", part) for part in path.split("/"))
