@@ -10,30 +10,19 @@ from __future__ import annotations
 import base64
 import itertools
 import json
-import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-import pytest
 import websocket
 
+from pages import chromium  # one lookup of the browser for every page test
 from visdom_helpers import free_port, wait_until
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-extensions", "--disable-default-apps", "--hide-scrollbars", "--mute-audio"]
-
-
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not on PATH; .ci/run installs it")
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    return found
 
 
 class Page:
