@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from .atomic import atomic_write
 
@@ -29,8 +29,11 @@ def _clean(value: Any) -> Any:
 class MetricsLog:
     """Append-only writer for ``metrics.jsonl``."""
 
-    def __init__(self, path: str | Path, *, write: bool = True) -> None:
+    def __init__(self, path: str | Path, *, write: bool = True,
+                 guard: Callable[[], None] | None = None) -> None:
         self.path = Path(path)
+        #: Called before every write (the trainer checks that it still holds the run).
+        self.guard = guard
         #: False in the processes of a distributed run other than rank 0: they
         #: count records (to stay in step) but only rank 0 writes the file.
         self.write = write
@@ -43,6 +46,8 @@ class MetricsLog:
             self.records += 1
             return
         line = json.dumps(_clean(dict(record)), separators=(",", ":")) + "\n"
+        if self.guard is not None:
+            self.guard()
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(line)
             handle.flush()

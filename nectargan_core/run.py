@@ -102,6 +102,7 @@ class Run:
             config=config, run_dir=run_dir, hook=self.pm.hook, device=device, name=component.name,
             registry=registry, dist=self.dist,
         )
+        self.trainer.run_lock = lock
         self._register(self.trainer, f"trainer:{component.name}")
         if checkpoint is not None:
             self.trainer.load_checkpoint(checkpoint)

@@ -52,6 +52,10 @@ class RunInUseError(RunDirError):
     """Another process is training this run."""
 
 
+class RunLostError(RunInUseError):
+    """Another process took the run while this one trained it (its ``run.lock`` was deleted or replaced)."""
+
+
 class RunLock:
     """The exclusive lock on one run directory, held until :meth:`release` (or the process ends)."""
 
@@ -111,6 +115,36 @@ class RunLock:
         if record:
             lock.record()
         return lock
+
+    def ensure(self) -> None:
+        """Check, before a write, that this process still holds the run; called at every write of the trainer.
+
+        Deleting or replacing ``run.lock`` while a run trains (by hand, a
+        cleanup script, ``rsync --delete``) would let a second writer lock a
+        new file. A file that is gone or replaced is locked again, with a
+        warning; when another process has locked it meanwhile, that process now
+        trains the run: :class:`RunLostError` stops this one before it writes
+        anything more.
+        """
+        fd = self._fd
+        if fd is None or _same_file(self.path, fd):
+            return
+        try:
+            new = RunLock.acquire(self.path.parent, record=False)
+        except RunInUseError:
+            holder = describe_holder(current_holder(self.path))
+            raise RunLostError(
+                f"{self.path}: the run's lock file was deleted or replaced while this process trained the run, "
+                f"and {holder} has taken the run since; this process stopped without writing anything more "
+                "(two writers would mix the run's files); never delete run.lock of a live run") from None
+        _held.discard(new)
+        self._fd, new._fd = new._fd, None
+        os.close(fd)
+        self.record()
+        _held.add(self)
+        print(f"warning: {self.path} was deleted or replaced while this process trained the run; locked it "
+              "again (never delete run.lock of a live run: a second writer could take the run)",
+              file=sys.stderr, flush=True)
 
     def record(self) -> None:
         """Write who holds the run (pid, host, since when) into the lock file, for a refused second writer."""

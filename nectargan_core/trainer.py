@@ -25,6 +25,7 @@ from .distributed import Distributed, first_line
 from .errors import CheckpointError, NectarGANError, PluginError, TrainingError
 from .kit import kits_of
 from .metrics import MetricsLog
+from .runlock import RunLostError
 from .rundir import RunDir
 from .signals import leave_stopping_to_main
 
@@ -87,7 +88,9 @@ class Trainer:
         self.best_value: float | None = None
         self.stop_reason: str | None = None
         self.interrupted = False
-        self.metrics_log = MetricsLog(run_dir.metrics_file, write=self.dist.is_main)
+        #: This process's lock on the run directory (rank 0 of a run started by :class:`~nectargan_core.Run`).
+        self.run_lock: Any = None
+        self.metrics_log = MetricsLog(run_dir.metrics_file, write=self.dist.is_main, guard=self._check_writer)
         self.last_checkpoint: Any = None
         self._interval: dict[str, torch.Tensor] = {}
         self._interval_steps = 0
@@ -329,12 +332,21 @@ class Trainer:
     def write_status(self, status: str, **fields: Any) -> None:
         """Update status.json (rank 0 only)."""
         if self.is_main:
+            self._check_writer()
             self.run_dir.write_status(status, **fields)
+
+    def _check_writer(self) -> None:
+        """Before each write into the run directory: this process still holds the run (see ``RunLock.ensure``)."""
+        if self.run_lock is not None:
+            self.run_lock.ensure()
 
     def _guarded(self, body: Any) -> None:
         try:
             body()
         except BaseException as exc:
+            if isinstance(exc, RunLostError):  # the run is another process's now: write nothing more
+                self.hook.on_exception(trainer=self, exception=exc)
+                raise
             interrupted = isinstance(exc, KeyboardInterrupt)
             user_error = self._user_error(exc)
             # A checkpoint write that failed (full disk, file size limit) would fail again: no emergency one.
@@ -708,6 +720,8 @@ class Trainer:
             path = self.run_dir.checkpoints / RunDir.checkpoint_name(self.epochs_done, self.global_step)
         self._check_finite()
         payload = self.checkpoint_payload()
+        if self.is_main:
+            self._check_writer()
         written = save_checkpoint(payload, path) if self.is_main else path
         if periodic:
             self._saved_at = (self.epochs_done, self.global_step)

@@ -112,6 +112,73 @@ def test_the_lock_of_a_killed_run_is_taken_over(tmp_path: Path) -> None:
     assert train_steps(run_dir) == list(range(1, 13))
 
 
+@pytest.mark.slow
+def test_a_deleted_lock_file_is_locked_again_and_still_refuses_a_second_writer(tmp_path: Path) -> None:
+    run_dir = tmp_path / "runs" / "run" / "version_0"
+    first = start_training(tmp_path, "loop.epochs=1000", "toy.step_sleep=0.05", "checkpoint.every_steps=2")
+    try:
+        wait_for_step(run_dir, 3, first)
+        (run_dir / "run.lock").unlink()  # a cleanup script, rsync --delete
+        step = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])["step"]
+        wait_for_step(run_dir, step + 2, first)  # the next writes find the file gone and lock a new one
+        second = run_cli("train", "--resume", str(run_dir), "--set", "loop.max_steps=100000", cwd=tmp_path)
+        assert first.poll() is None, "the first run ended before the second tried"
+        first.send_signal(signal.SIGTERM)
+        _, stderr = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert second.returncode == 1 and second.stderr.startswith(f"error: {run_dir}: process {first.pid} "), \
+        second.stderr
+    assert "warning: runs/run/version_0/run.lock was deleted or replaced while this process trained the run; " \
+        "locked it again" in stderr
+    assert first.returncode == 143, stderr
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["status"] == "interrupted" and status["pid"] == first.pid
+    assert train_steps(run_dir) == list(range(1, status["step"] + 1))
+
+
+@pytest.mark.slow
+def test_a_run_whose_lock_file_was_replaced_under_it_stops_without_writing(tmp_path: Path) -> None:
+    """A second writer holds a new run.lock: the first process stops at its next write with one line naming
+    it and writes nothing more (no status, no emergency checkpoint)."""
+    run_dir = tmp_path / "runs" / "run" / "version_0"
+    first = start_training(tmp_path, "loop.epochs=1000", "toy.step_sleep=0.2", "checkpoint.every_steps=2")
+    try:
+        wait_for_step(run_dir, 3, first)
+        # A second writer's lock on a new file that replaced the run's (rsync, a restore from a backup): the
+        # kernel's flock, as `nectargan train --resume` takes it, held by a helper process, then renamed in.
+        replacement = tmp_path / "run.lock.new"
+        holder = subprocess.Popen(
+            [sys.executable, "-c", "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+             "fcntl.flock(fd, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(120)",
+             str(replacement)], stdout=subprocess.PIPE, text=True)
+        assert holder.stdout.readline().strip() == "locked"
+        os.replace(replacement, run_dir / "run.lock")
+        records = (run_dir / "metrics.jsonl").read_bytes()
+        _, stderr = first.communicate(timeout=60)
+        status = (run_dir / "status.json").read_bytes()
+        listed = run_cli("runs", "runs", cwd=tmp_path)
+    finally:
+        for proc in (first, locals().get("holder")):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+    assert first.returncode == 1, stderr
+    lines = stderr.strip().splitlines()
+    assert lines[-1] == (
+        "error: runs/run/version_0/run.lock: the run's lock file was deleted or replaced while this process trained the "
+        f"run, and process {holder.pid} on {socket.gethostname()} has taken the run since; this process stopped "
+        "without writing anything more (two writers would mix the run's files); never delete run.lock of a live "
+        "run"), stderr
+    assert "Traceback" not in stderr
+    # Nothing more was written by the first process: at most the one record being written as the lock went.
+    after = (run_dir / "metrics.jsonl").read_bytes()
+    assert after.startswith(records) and after.count(b"\n") <= records.count(b"\n") + 1
+    assert json.loads(status)["status"] == "running"  # it did not mark the other writer's run failed
+    assert not list((run_dir / "checkpoints").glob("emergency-*"))
+    assert " running " in listed.stdout.splitlines()[1], listed.stdout
+
+
 def snapshot(run_dir: Path) -> dict[str, bytes]:
     """Every file of the run directory (its lock file too) by relative path, with its bytes."""
     return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*")) if p.is_file()}
