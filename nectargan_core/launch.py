@@ -12,13 +12,15 @@ workers know the launcher's pid, so that they end with it
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import signal
 import sys
+import threading
 import uuid
-from typing import Sequence
+from typing import Any, Iterator, Sequence
 
 from .errors import NectarGANError
 
@@ -26,6 +28,9 @@ from .errors import NectarGANError
 SHUTDOWN_TIMEOUT_S = 120
 #: The key under which a worker leaves its one-line error in torchrun's error file for the launcher.
 ERROR_KEY = "nectargan_error"
+#: The environment variable naming the signals torch's agent handles itself.
+SIGNALS_ENV = "TORCHELASTIC_SIGNALS_TO_HANDLE"
+AGENT_SIGNALS = "SIGHUP,SIGQUIT"
 
 
 def record_for_launcher(line: str) -> None:
@@ -74,6 +79,67 @@ def quiet_elastic_loggers() -> None:
             logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
+@contextlib.contextmanager
+def stop_signals_forwarded(signal_exception: type) -> Iterator[list[int]]:
+    """SIGINT/SIGTERM to the launcher, handled as the ranks handle them.
+
+    The agent starts each rank in a process group of its own, so a terminal's
+    Ctrl-C reaches the launcher alone, and torch's handler (one for every
+    signal) passes the first signal on, but answers a second one by sending
+    SIGTERM, which the ranks take as a repeat: a second Ctrl-C did not stop at
+    once. Here the first SIGINT or SIGTERM goes to torch's agent as its own
+    handler would send it (the agent forwards it to every rank, which stops
+    after its step with a checkpoint); a later SIGINT is passed on to the ranks
+    as a SIGINT (each stops at once); a later SIGTERM changes nothing. Yields
+    the signals received, in order.
+    """
+    received: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        received.append(signum)
+        if len(received) == 1:
+            raise signal_exception(f"Process {os.getpid()} got signal: {signum}", sigval=signal.Signals(signum))
+        if signum == signal.SIGINT:
+            for pid in worker_pids():
+                try:
+                    os.kill(pid, signal.SIGINT)
+                except ProcessLookupError:
+                    pass
+
+    if threading.current_thread() is not threading.main_thread():  # no signals here: torch's own handling
+        yield received
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def worker_pids() -> list[int]:
+    """This launcher's training processes: its children running ``nectargan_core`` (from ``/proc``)."""
+    pids = []
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return pids
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/children") as handle:
+                children = [int(pid) for pid in handle.read().split()]
+        except (OSError, ValueError):
+            continue
+        for pid in children:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    if b"nectargan_core" in handle.read():
+                        pids.append(pid)
+            except OSError:
+                continue
+    return pids
+
+
 def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> int:
     """Run ``python -m nectargan_core <worker_args>`` in ``nproc`` processes; the exit code to use.
 
@@ -96,11 +162,20 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
         rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=max_restarts,
         monitor_interval=0.1, start_method="spawn", logs_specs=DefaultLogsSpecs(),
     )
-    if "shutdown_timeout" in {field.name for field in dataclasses.fields(LaunchConfig)}:
+    fields = {field.name for field in dataclasses.fields(LaunchConfig)}
+    if "shutdown_timeout" in fields:
         options["shutdown_timeout"] = SHUTDOWN_TIMEOUT_S  # newer torch; older ones wait their fixed default
+    # The agent handles SIGHUP and SIGQUIT; SIGINT and SIGTERM are stop_signals_forwarded's (newer torch takes
+    # the list as an option and puts it in the environment, older ones read the environment).
+    if "signals_to_handle" in fields:
+        options["signals_to_handle"] = AGENT_SIGNALS
+    else:
+        os.environ[SIGNALS_ENV] = AGENT_SIGNALS
     config = LaunchConfig(**options)
+    received: list[int] = []
     try:
-        elastic_launch(config, sys.executable)("-m", "nectargan_core", *worker_args)
+        with stop_signals_forwarded(SignalException) as received:
+            elastic_launch(config, sys.executable)("-m", "nectargan_core", *worker_args)
     except ChildFailedError as exc:
         rank, failure = min(exc.failures.items(), key=lambda item: item[1].timestamp)
         more = len(exc.failures) - 1
@@ -112,5 +187,7 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
             + "; the other processes were stopped (see the rank's error above); checkpoints already written "
             f"are kept: continue with nectargan train --resume RUN_DIR --nproc {nproc}") from None
     except SignalException as exc:
+        if signal.SIGINT in received[1:]:  # a later Ctrl-C stopped the ranks at once, as it does one process
+            return 130
         return {signal.SIGINT: 130, signal.SIGTERM: 143}.get(exc.sigval, 128 + int(exc.sigval))
     return 0

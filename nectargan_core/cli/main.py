@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> None:
     except NectarGANError as error:
         sys.exit(report(debugged(error)))
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+        if os.environ.get("RANK", "0") == "0":  # one line for a --nproc run too (every rank is stopped)
+            click.echo("aborted", err=True)
         sys.exit(130)
     except click.ClickException as error:
         error.show()

@@ -197,11 +197,11 @@ def toy_args(*settings: str) -> list[str]:
     return ["train", "--trainer", "toy", *(a for s in base for a in ("--set", s)), "--nproc", "2"]
 
 
-def start_toy_run(tmp_path: Path) -> subprocess.Popen:
+def start_toy_run(tmp_path: Path, *settings: str) -> subprocess.Popen:
     """A long 2-process toy run in the background; returns once it has written a checkpoint."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}
     exe = Path(sys.executable).with_name("nectargan")
-    launcher = subprocess.Popen([str(exe), *toy_args("toy.step_sleep=0.05")], cwd=tmp_path, env=env,
+    launcher = subprocess.Popen([str(exe), *toy_args("toy.step_sleep=0.05", *settings)], cwd=tmp_path, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     checkpoints = tmp_path / "runs/run/version_0/checkpoints"
     deadline = time.monotonic() + 90
@@ -287,6 +287,34 @@ def test_ctrl_c_stops_every_rank_after_the_same_step_with_a_checkpoint(tmp_path:
                       "--nproc", "2", cwd=tmp_path, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     assert state(version)["global_step"] == status["step"] + 3
+
+
+@pytest.mark.parametrize("first", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
+def test_a_second_ctrl_c_to_the_launcher_stops_every_rank_at_once(tmp_path: Path, first: signal.Signals) -> None:
+    """The ranks run in process groups of their own, so a terminal's Ctrl-C reaches the launcher alone: a
+    Ctrl-C after the first stop signal must reach the ranks as a SIGINT (stop at once, exit 130, as in one
+    process), not as torch's SIGTERM (a repeat to them)."""
+    launcher = start_toy_run(tmp_path, "toy.step_sleep=2", "checkpoint.every_steps=2")
+    version = tmp_path / "runs/run/version_0"
+    before = sorted(p.name for p in (version / "checkpoints").iterdir())
+    try:
+        launcher.send_signal(first)
+        time.sleep(0.5)  # the ranks are inside their 2-second step: a graceful stop would finish it
+        launcher.send_signal(signal.SIGINT)
+        _, stderr = launcher.communicate(timeout=60)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    assert launcher.returncode == 130, stderr
+    assert stderr.count(f"{first.name} received") == 1 and stderr.count("aborted") == 1, stderr
+    # Stopped inside the step: no checkpoint of it (a graceful stop writes one), nothing half-written.
+    assert "Traceback" not in stderr and "checkpoint saved" not in stderr, stderr
+    status = json.loads((version / "status.json").read_text())
+    assert status["status"] == "interrupted" and "checkpoint" not in status
+    assert sorted(p.name for p in (version / "checkpoints").iterdir()) == before
+    resumed = run_cli("train", "--resume", str(version), "--set", "toy.step_sleep=0",
+                      "--set", f"loop.max_steps={status['step'] + 2}", cwd=tmp_path, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
 
 
 def test_plain_torchrun_runs_the_same_command(tmp_path: Path) -> None:
