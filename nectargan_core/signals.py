@@ -26,6 +26,7 @@ import os
 import signal
 import sys
 import threading
+import weakref
 from contextlib import contextmanager
 from multiprocessing.context import ForkContext, ForkProcess, SpawnContext, SpawnProcess
 from typing import Any, Callable, Iterator, Optional
@@ -40,15 +41,20 @@ def graceful_stop(trainer: Any) -> Iterator[list[str]]:
 
     Only the first signal is announced, and only by the process that writes the
     run (rank 0), so a stop prints one line however many processes got it.
+
+    Signals are taken in the order they arrived. Python runs the handlers of
+    signals that arrived while it was inside one long C call (a step's
+    convolution) by signal number, SIGINT first; the order of arrival comes
+    from the wakeup file descriptor, into which the C-level handler writes each
+    signal's number as it arrives. So a SIGTERM followed by a Ctrl-C within one
+    step is a stop by SIGTERM escalated at once, as it is when they are seconds
+    apart.
     """
     received: list[str] = []
     owner = os.getpid()
+    arrivals = _ArrivalOrder()
 
-    def handler(signum: int, frame: Any) -> None:
-        if os.getpid() != owner:  # a process forked from this one that kept the handler: default behaviour
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-            return
+    def act(signum: int) -> None:
         name = signal.Signals(signum).name
         if received:
             if signum == signal.SIGINT:
@@ -61,14 +67,98 @@ def graceful_stop(trainer: Any) -> Iterator[list[str]]:
             print(f"{name} received: stopping after the current step and saving a checkpoint "
                   "(press Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
 
+    def handler(signum: int, frame: Any) -> None:
+        if os.getpid() != owner:  # a process forked from this one that kept the handler: default behaviour
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        for arrived in arrivals.take(signum):
+            act(arrived)
+
     previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    arrivals.start()
     try:
         yield received
     finally:
+        arrivals.stop()
         for sig, old in previous.items():
             # After a graceful stop everything is saved and the process is exiting: a late
             # second signal must not turn the clean exit (130/143) into a death by signal.
             signal.signal(sig, signal.SIG_IGN if received else old)
+
+
+class _ArrivalOrder:
+    """The stop signals in the order they arrived, from Python's wakeup file descriptor.
+
+    When the descriptor cannot be ours (not the main thread, or one already
+    set by someone else, e.g. an event loop), each handler call is taken as its
+    own arrival: Python's order.
+    """
+
+    def __init__(self) -> None:
+        self._read: Optional[int] = None
+        self._write: Optional[int] = None
+        self._previous = -1
+
+    def start(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        read, write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+        except ValueError:
+            os.close(read), os.close(write)
+            return
+        if previous != -1:  # someone else's: give it back and keep Python's order
+            signal.set_wakeup_fd(previous)
+            os.close(read), os.close(write)
+            return
+        self._read, self._write = read, write
+        _active_arrivals.add(self)
+
+    def take(self, signum: int) -> list[int]:
+        """The stop signals that arrived since the last call, oldest first (``[signum]`` without a descriptor).
+
+        Empty when this handler's signal was already taken with an earlier one.
+        """
+        if self._read is None:
+            return [signum]
+        try:
+            data = os.read(self._read, 4096)
+        except BlockingIOError:
+            data = b""
+        return [number for number in data if number in STOP_SIGNALS]
+
+    def stop(self) -> None:
+        read, write, self._read, self._write = self._read, self._write, None, None
+        _active_arrivals.discard(self)
+        if read is None:
+            return
+        try:
+            signal.set_wakeup_fd(-1)
+        except ValueError:
+            pass
+        os.close(read), os.close(write)
+
+    def _forget_in_child(self) -> None:
+        """A forked child must not write its own signals into the parent's pipe."""
+        try:
+            signal.set_wakeup_fd(-1)
+        except ValueError:
+            pass
+        self._read = self._write = None  # the descriptors are the parent's copies: left to the child's exit
+
+
+_active_arrivals: "weakref.WeakSet[_ArrivalOrder]" = weakref.WeakSet()
+
+
+def _forget_arrivals_in_child() -> None:
+    for arrivals in list(_active_arrivals):
+        arrivals._forget_in_child()
+    _active_arrivals.clear()
+
+
+os.register_at_fork(after_in_child=_forget_arrivals_in_child)
 
 
 # -- DataLoader workers ----------------------------------------------------------------
