@@ -116,8 +116,17 @@ def train_command(config_file: str | None, preset: str | None, overrides: tuple[
         say = run.trainer.is_main
         if say:
             click.echo(f"run directory: {printable(run.dir)}" + _processes(run), err=True)
-    with graceful_stop(run.trainer) as received:
-        run.fit()
+    try:
+        with graceful_stop(run.trainer) as received:
+            run.fit()
+    except KeyboardInterrupt:  # a second Ctrl-C: stopped inside a step, status.json says interrupted
+        if say:
+            last = run.run_dir.latest_checkpoint()
+            saved = (f"the last checkpoint is {printable(last)}; resume with: nectargan train --resume "
+                     f"{printable(run.dir)}") if last else "no checkpoint was written"
+            click.echo(f"stopped at once after {run.trainer.position_text()}; the step in progress was not "
+                       f"saved; {saved}", err=True)
+        sys.exit(130)
     run.close()  # only after a normal end: after a failure the process just exits
     trainer_state = run.trainer
     if received and not say:

@@ -196,6 +196,10 @@ def test_second_sigint_stops_at_once_without_damage(tmp_path):
     assert time.time() - started < 5
     assert proc.returncode == 130, err
     assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("stopped at once after epoch 1/1000, batch "), err
+    assert "; the step in progress was not saved; the last checkpoint is " in last and \
+        last.endswith(f"; resume with: nectargan train --resume {run_dir}"), err
     assert json.loads((run_dir / "status.json").read_text())["status"] == "interrupted"
     files = sorted((run_dir / "checkpoints").iterdir())
     assert not [p for p in files if ".tmp-" in p.name]
