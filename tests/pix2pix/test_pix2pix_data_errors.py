@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from nectargan_core.errors import ConfigError, NectarGANError
@@ -56,6 +58,32 @@ def test_odd_width_of_aligned_file(tmp_path):
     bad = save(tmp_path / "train" / "odd.png", noise(8, width=17))
     assert error_of({"root": str(tmp_path), **PLAIN}).startswith(
         f"{bad}: width 17 is odd, so its A and B halves differ in size")
+
+
+@pytest.mark.parametrize("kind, made, what", [
+    ("folder", lambda path: path.mkdir(), "a folder; move it out of"),
+    ("fifo", lambda path: os.mkfifo(path), "a FIFO; move it out of"),
+    ("device", lambda path: path.symlink_to("/dev/zero"), "a device; move it out of"),
+    ("dangling", lambda path: path.symlink_to(path.parent / "gone.png"), "a symbolic link to a missing file; fix"),
+    ("loop", lambda path: path.symlink_to(path), "a symbolic link that loops; fix"),
+])
+@pytest.mark.parametrize("layout", ["aligned", "folders", "unpaired"])
+def test_an_entry_named_like_an_image_that_is_no_file_is_named_not_skipped(tmp_path, kind, made, what, layout):
+    """A picture the user meant to train on must not go missing without a word (it was silently skipped)."""
+    if layout == "unpaired":
+        from nectargan_pix2pix.data.domains import inspect_domains
+
+        for domain in "AB":
+            save(tmp_path / f"train{domain}" / "000.png", noise(8))
+        odd = tmp_path / "trainB" / "zz.png"
+        made(odd)
+        problems = inspect_domains(tmp_path, "train").problems
+    else:
+        (aligned_dataset if layout == "aligned" else folders_dataset)(tmp_path, {"train": 2})
+        odd = tmp_path / "train" / ("B" if layout == "folders" else "") / "zz.png"
+        made(odd)
+        problems = [error_of({"root": str(tmp_path), **PLAIN})]
+    assert problems[0].startswith(f"{odd}: not an image file but {what}"), problems
 
 
 def test_unmatched_names_list_up_to_five(tmp_path):

@@ -18,7 +18,7 @@ from typing import Literal, Optional
 
 from .check import UnreadableImage, image_size, unfinished_split
 from .errors import DatasetError
-from .listing import IMAGE_EXTENSIONS, list_images
+from .listing import IMAGE_EXTENSIONS, list_images, not_image_files
 from .options import SPLITS
 
 DOMAINS = ("A", "B")
@@ -79,6 +79,7 @@ def inspect_domains(root: str | Path, folder: str, *, verify: Literal["header", 
                                    f"{folder}B/ side by side" + (f" (found {other.name}/)" if other.is_dir() else ""))
             continue
         images = list_images(path)
+        report.problems += not_image_files(path)
         if not images:
             report.problems.append(f"{path}: no images (looked for {', '.join(IMAGE_EXTENSIONS)})")
         report.images[domain] = images

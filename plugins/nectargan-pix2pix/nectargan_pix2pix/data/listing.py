@@ -10,6 +10,8 @@ every machine, and hidden files (``.DS_Store``, macOS ``._*`` forks) are skipped
 
 from __future__ import annotations
 
+import errno
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Optional
@@ -40,6 +42,34 @@ def list_images(folder: Path) -> list[Path]:
     )
 
 
+def not_image_files(folder: Path) -> list[str]:
+    """One problem per entry of ``folder`` named like an image that is not a regular file.
+
+    A folder, FIFO or device called ``x.png``, or a link to a missing file or to
+    itself, would otherwise be left out of the listing without a word: a
+    picture the user meant to train on, silently missing.
+    """
+    problems = []
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(".") or path.suffix.lower() not in IMAGE_EXTENSIONS:
+            continue
+        try:
+            mode = path.stat().st_mode  # through links
+        except OSError as exc:
+            what = ("a symbolic link that loops" if exc.errno == errno.ELOOP
+                    else "a symbolic link to a missing file" if exc.errno == errno.ENOENT and path.is_symlink()
+                    else f"unreadable ({exc.strerror})")
+            problems.append(f"{path}: not an image file but {what}; fix the link or remove it")
+            continue
+        if stat.S_ISREG(mode):
+            continue
+        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+        problems.append(f"{path}: not an image file but {kind}; move it out of {folder} or rename it")
+    return problems
+
+
 def split_dir(root: str | Path | None, folder: str) -> Path:
     """``root/folder``, or an error naming whichever of the two is missing."""
     if root is None:
@@ -64,7 +94,7 @@ def find_pairs(path: Path, layout: Layout | Literal["auto"] = "auto") -> tuple[l
     layout = detect_layout(path) if layout == "auto" else layout
     if layout == "aligned":
         pairs = [Pair(p.stem, p) for p in list_images(path)]
-        problems = [] if pairs else [_empty(path)]
+        problems = not_image_files(path) + ([] if pairs else [_empty(path)])
         return pairs, problems
     problems = [f"{path / side}: folder does not exist; the folders layout needs A/ and B/"
                 for side in "AB" if not (path / side).is_dir()]
@@ -86,7 +116,7 @@ def match_folders(a_dir: Path, b_dir: Path) -> tuple[list[Pair], list[str]]:
 
 def _by_stem(folder: Path) -> tuple[dict[str, Path], list[str]]:
     files: dict[str, Path] = {}
-    problems = []
+    problems = not_image_files(folder)
     for path in list_images(folder):
         if path.stem in files:
             problems.append(f"{path}: same name as {files[path.stem].name}; pairs are matched by name "
