@@ -19,7 +19,7 @@ import re
 import types
 import typing
 from pathlib import Path
-from typing import Any, ClassVar, Iterable, Literal, Mapping, Optional, Union
+from typing import Any, ClassVar, Iterable, Iterator, Literal, Mapping, Optional, Union
 
 import yaml
 from pydantic import (
@@ -252,14 +252,7 @@ def _wrong_scalar(annotation: Any, value: Any) -> Optional[str]:
     ``off`` is text, ``2.0`` is a float. Lists and tuples are checked item by item.
     """
     if isinstance(value, (list, tuple)):
-        for arm in _arms(annotation):
-            origin, args = typing.get_origin(arm), typing.get_args(arm)
-            if origin in (list, set, frozenset) and args:
-                types_ = [args[0]] * len(value)
-            elif origin is tuple and args:
-                types_ = [args[0]] * len(value) if (len(args) == 2 and args[1] is Ellipsis) else list(args)
-            else:
-                continue
+        for types_ in _item_types(annotation, len(value)):
             for index, (item_type, item) in enumerate(zip(types_, value)):
                 problem = _wrong_scalar(item_type, item)
                 if problem is not None:
@@ -340,6 +333,16 @@ def _arms(annotation: Any) -> tuple[Any, ...]:
     return (annotation,)
 
 
+def _item_types(annotation: Any, length: int) -> Iterator[list[Any]]:
+    """For each list, set or tuple arm of ``annotation``, the annotations of a ``length``-item value's items."""
+    for arm in _arms(annotation):
+        origin, args = typing.get_origin(arm), typing.get_args(arm)
+        if origin in (list, set, frozenset) and args:
+            yield [args[0]] * length
+        elif origin is tuple and args:
+            yield [args[0]] * length if (len(args) == 2 and args[1] is Ellipsis) else list(args)
+
+
 def _accepts_none(annotation: Any) -> bool:
     return any(arm in (Any, object, type(None), None) for arm in _arms(annotation))
 
@@ -371,14 +374,7 @@ def _boolean_as_number(annotation: Any, value: Any) -> Optional[str]:
         return "" if _numeric(annotation) and not _takes_bool(annotation) else None
     if not isinstance(value, (list, tuple)):
         return None
-    for arm in _arms(annotation):
-        origin, args = typing.get_origin(arm), typing.get_args(arm)
-        if origin in (list, set, frozenset) and args:
-            item_types = [args[0]] * len(value)
-        elif origin is tuple and args:
-            item_types = [args[0]] * len(value) if (len(args) == 2 and args[1] is Ellipsis) else list(args)
-        else:
-            continue
+    for item_types in _item_types(annotation, len(value)):
         for index, (item_type, item) in enumerate(zip(item_types, value)):
             if _boolean_as_number(item_type, item) is not None:
                 return f"item {index + 1}: "

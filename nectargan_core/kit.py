@@ -6,10 +6,10 @@ accumulation groups (a short last group at the end of an epoch included), DDP
 ``no_sync`` while accumulating, one GradScaler per optimizer (fp16), gradient
 clipping, freezing the networks not being updated, leaving out the update of
 a batch whose loss is not finite without a host sync (restoring its BatchNorm
-statistics), step-unit LR schedulers, and every process of a distributed run
-agreeing. The kit does all of it, the same way for every trainer, in the
-spirit of Accelerate's ``accumulate()``/``backward()`` and Lightning's manual
-optimization (``toggle_optimizer``)::
+statistics), LR schedulers stepped per step or per epoch, and every process
+of a distributed run agreeing. The kit does all of it, the same way for every
+trainer, in the spirit of Accelerate's ``accumulate()``/``backward()`` and
+Lightning's manual optimization (``toggle_optimizer``)::
 
     class MyTrainer(Trainer):
         kit = TrainerKit()                      # this trainer honours loop.nonfinite: skip
@@ -157,22 +157,26 @@ class TrainerKit:
 
     def update(self, networks: torch.nn.Module | Sequence[torch.nn.Module], optimizer: torch.optim.Optimizer, *,
                scaler: "torch.amp.GradScaler | None" = None, scheduler: Any = None,
-               clip: float | None = None) -> Update:
+               scheduler_unit: str = "step", clip: float | None = None) -> Update:
         """Declare that ``optimizer`` updates ``networks``; returns the :class:`Update` to train with.
 
         ``networks`` is a module or a sequence of modules, as the trainer calls
         them in training: pass the DDP wrappers ``self.parallel`` returned, so
         the kit can skip their gradient synchronisation while accumulating.
         ``scaler`` is this update's own GradScaler (fp16; track it), or None.
-        ``scheduler`` is stepped after every optimizer step of this update
-        (a step-unit LR scheduler; step epoch-unit ones in ``on_epoch_end``).
+        ``scheduler`` is this update's LR scheduler, or None; ``scheduler_unit``
+        says when it steps: ``"step"``, after every optimizer step of this
+        update; ``"epoch"``, at :meth:`step_epoch_schedulers`.
         ``clip`` is the largest norm of the networks' gradients, or None.
         """
         self._bound("declare an update")
+        if scheduler_unit not in ("step", "epoch"):
+            raise ValueError(f"TrainerKit.update: scheduler_unit must be 'step' or 'epoch' (got {scheduler_unit!r})")
         nets = [networks] if isinstance(networks, torch.nn.Module) else list(networks)
         if not nets or not all(isinstance(n, torch.nn.Module) for n in nets):
             raise TypeError("TrainerKit.update: networks must be a torch.nn.Module or a sequence of them")
-        update = Update(self, nets, optimizer, scaler=scaler, scheduler=scheduler, clip=clip)
+        update = Update(self, nets, optimizer, scaler=scaler, scheduler=scheduler, scheduler_unit=scheduler_unit,
+                        clip=clip)
         self.updates.append(update)
         self._params = self._ddp = None
         for other in self.updates:
@@ -211,6 +215,18 @@ class TrainerKit:
         for update in self.updates:
             if update.pending:
                 update.step()
+
+    # -- what the trainer asks at an epoch's end ----------------------------------
+    def step_epoch_schedulers(self) -> None:
+        """Step the updates' epoch-unit schedulers (``scheduler_unit="epoch"``), once; call it in ``on_epoch_end``.
+
+        The engine writes the epoch's checkpoint after that hook, so it holds
+        the stepped schedulers. Step-unit schedulers are left alone: they step
+        with their optimizer.
+        """
+        for update in self.updates:
+            if update.scheduler is not None and update.scheduler_unit == "epoch":
+                update.scheduler.step()
 
     # -- the step -------------------------------------------------------------
     def step(self, batch_idx: int) -> Step:

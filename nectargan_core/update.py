@@ -107,12 +107,12 @@ class Update:
     of every *other* network of the kit have ``requires_grad`` off, so no
     gradient reaches them; they are restored when it ends. On the last batch of
     an accumulation group, leaving the block steps the optimizer
-    (:func:`optimizer_step`), then the scheduler, if any.
+    (:func:`optimizer_step`), then the scheduler, if it is a step-unit one.
     """
 
     def __init__(self, kit: "TrainerKit", networks: Sequence[torch.nn.Module], optimizer: torch.optim.Optimizer, *,
                  scaler: "torch.amp.GradScaler | None" = None, scheduler: Any = None,
-                 clip: float | None = None) -> None:
+                 scheduler_unit: str = "step", clip: float | None = None) -> None:
         self.kit = kit
         #: The modules this update trains, as the trainer calls them (DDP wrappers included).
         self.networks = tuple(networks)
@@ -121,6 +121,9 @@ class Update:
         self.optimizer = optimizer
         self.scaler = scaler
         self.scheduler = scheduler
+        #: When :attr:`scheduler` steps: ``"step"``, after each optimizer step; ``"epoch"``, at
+        #: ``TrainerKit.step_epoch_schedulers`` (the trainer calls it in ``on_epoch_end``).
+        self.scheduler_unit = scheduler_unit
         self.clip = clip
         #: Gradients of the current accumulation group are waiting for the optimizer step.
         self.pending = False
@@ -204,7 +207,7 @@ class Update:
         self.pending = True
 
     def step(self) -> None:
-        """Step the optimizer on the pending gradients now, then the scheduler (the kit calls this)."""
+        """Step the optimizer on the pending gradients now, then a step-unit scheduler (the kit calls this)."""
         bad, self._bad, self.pending = self._bad, None, False
         dist = self.kit.trainer.dist
         if bad is not None and dist is not None:
@@ -215,5 +218,5 @@ class Update:
             self.skipped = gradients_only if self.skipped is None else self.skipped + gradients_only
             if self.kit._step is not None:
                 self.kit._step.flags.append(left_out.bool())
-        if self.scheduler is not None:
+        if self.scheduler is not None and self.scheduler_unit == "step":
             self.scheduler.step()

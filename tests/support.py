@@ -1,4 +1,5 @@
-"""Test helpers shared by every test folder: the CLI runner and throw-away plugin distributions.
+"""Test helpers shared by every test folder: the CLI runner, background runs and their processes, throw-away
+plugin distributions, and the reference recipes the preset tests compare with.
 
 A plain module (not conftest.py), so test folders can have their own conftest.py
 without shadowing these helpers.
@@ -10,7 +11,10 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
+
+import pytest
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,6 +46,52 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
     return subprocess.run(command + list(args), cwd=cwd, env=full_env, capture_output=True,
                           text=True, timeout=timeout)
 
+
+
+def start_cli(*args: str, cwd: Path, until: Path, wait_s: float = 120) -> subprocess.Popen:
+    """``nectargan ARGS`` in the background, as :func:`run_cli` runs it; returns once ``until`` holds a checkpoint.
+
+    ``until`` is the run's ``checkpoints`` folder; the test fails with the run's stderr when the run ends, or
+    ``wait_s`` pass, before a periodic checkpoint (``epoch*-step*.pt``) is complete there.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}
+    exe = Path(sys.executable).with_name("nectargan")
+    launcher = subprocess.Popen([str(exe), *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + wait_s
+    while not list(until.glob("epoch*-step*.pt.json")):
+        if launcher.poll() is not None or time.monotonic() > deadline:
+            launcher.kill()
+            pytest.fail(f"no checkpoint was written: {launcher.communicate()[1]}")
+        time.sleep(0.1)
+    return launcher
+
+
+def rank_pids(launcher: int) -> dict[int, int]:
+    """The worker processes of a ``--nproc`` launcher: rank -> pid (from /proc)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == launcher:
+            for item in environ:
+                if item.startswith(b"RANK="):
+                    found[int(item[5:])] = int(entry.name)
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (from /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 KILLER = """
 import os
@@ -110,3 +160,70 @@ def finite(state) -> bool:
     if isinstance(state, (list, tuple)):
         return all(map(finite, state))
     return True
+
+
+# -- the reference recipes (the pix2pix-reference and cyclegan-reference preset tests) ---------------------------
+def reference_recipe_common(train: dict, test: dict) -> dict[str, object]:
+    """The config values (dotted keys) of the reference options that ``--model pix2pix`` and ``cycle_gan`` share.
+
+    ``train`` and ``test`` are the reference's ``train.py`` and ``test.py``
+    options; one option at a time, what each means here.
+    """
+    assert train["preprocess"] == "resize_and_crop" and train["lr_policy"] == "linear" and train["netD"] == "basic"
+    assert test["load_size"] == test["crop_size"] == train["crop_size"]  # test: a plain resize, nothing cropped
+    return {
+        "loop.epochs": train["n_epochs"] + train["n_epochs_decay"],
+        "optim.lr_schedule.name": "pix2pix_linear",
+        "optim.lr_schedule.n_epochs": train["n_epochs"],
+        "optim.lr_schedule.n_epochs_decay": train["n_epochs_decay"],
+        "optim.lr_schedule.epoch_count": train["epoch_count"],
+        "optim.lr_schedule_d": None,
+        "optim.lr_g": train["lr"], "optim.lr_d": train["lr"],
+        "optim.beta1": train["beta1"], "optim.beta2": 0.999, "optim.weight_decay": 0.0,
+        "optim.implementation": "default",  # torch.optim.Adam(params, lr, betas): torch picks the kernel
+        "optim.gradient_accumulation": 1, "optim.grad_clip": None,
+        "precision.amp": "off", "precision.channels_last": False, "precision.compile": "off",
+        "data.direction": train["direction"],
+        "data.in_channels": train["input_nc"], "data.out_channels": train["output_nc"],
+        "data.load_size": train["load_size"], "data.crop_size": train["crop_size"],
+        "data.interpolation": "bicubic", "data.resize_rounding": "uint8",  # PIL on 8-bit images
+        "data.augment": [] if train["no_flip"] else [{"name": "hflip", "p": 0.5}],
+        "data.batch_size": train["batch_size"], "data.shuffle": not train["serial_batches"],
+        "data.drop_last": False,
+        "data.test.preprocess": "resize", "data.test.batch_size": test["batch_size"],
+        "data.test.max_images": test["num_test"],
+        "data.val.preprocess": "resize", "data.val.batch_size": test["batch_size"],
+        "test.mode": "eval" if test["eval"] else "train",
+        "validation.eval_mode": test["eval"],
+        "loop.val_every_epochs": None,  # the reference never validates
+        "checkpoint.every_epochs": train["save_epoch_freq"],
+    }
+
+
+def flat(data: dict, prefix: str = "") -> dict[str, object]:
+    """Every key of a nested config mapping as a dotted path (a mapping's own path included)."""
+    out: dict[str, object] = {}
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        out[path] = value
+        if isinstance(value, dict) and value:
+            out.update(flat(value, f"{path}."))
+    return out
+
+
+def assert_preset_is_recipe(registry, preset: str, expected: dict[str, object]) -> None:
+    """Preset ``preset`` resolves to every value of ``expected`` (dotted keys), and changes no default it lacks."""
+    from nectargan_core.config import load_config
+    from nectargan_core.presets import preset_data
+
+    data = preset_data(registry, preset)
+    resolved = flat(load_config(data, (), registry).to_dict())
+    differences = {key: (resolved.get(key, "<absent>"), value) for key, value in expected.items()
+                   if resolved.get(key, "<absent>") != value}
+    assert not differences
+    # and nothing else: every value the preset changes from the defaults is one of the recipe's
+    defaults = flat(load_config({"trainer": data["trainer"]}, (), registry).to_dict())
+    # (``provenance`` records which distribution provides each part: metadata, not a training value)
+    changed = {key for key, value in resolved.items()
+               if defaults.get(key) != value and not isinstance(value, dict) and key != "provenance"}
+    assert changed <= set(expected), sorted(changed - set(expected))

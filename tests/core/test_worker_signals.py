@@ -18,6 +18,8 @@ import time
 
 import pytest
 
+from support import alive
+
 CHILD = r"""
 import os, sys, time
 from torch.utils.data import DataLoader, Dataset
@@ -41,14 +43,6 @@ sys.stdin.readline()  # the test signals the workers now
 rest = [int(pid) for pid in batches]
 print("SERVED", seen + len(rest), "BY", *sorted(set(rest)), flush=True)
 """
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def run_child(mode: str) -> tuple[subprocess.CompletedProcess, list[int]]:

@@ -25,6 +25,7 @@ from nectargan_pix2pix.inference import load_generator
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference"))
 from reference_networks import define_G  # noqa: E402
 
+from support import assert_preset_is_recipe, reference_recipe_common  # noqa: E402
 from test_cyclegan_parity import cyclegan_config  # noqa: E402
 
 #: ``python train.py --model cycle_gan`` with every other option at its default.
@@ -43,22 +44,10 @@ REFERENCE_TEST = {"load_size": 256, "crop_size": 256, "no_flip": True, "serial_b
 
 def reference_recipe(train: dict, test: dict) -> dict[str, object]:
     """The config values (dotted keys) that the reference's options mean here, one option at a time."""
-    assert train["preprocess"] == "resize_and_crop" and train["lr_policy"] == "linear"
-    assert train["netD"] == "basic" and train["dataset_mode"] == "unaligned"
-    assert test["load_size"] == test["crop_size"] == train["crop_size"]  # test: a plain resize, nothing cropped
+    assert train["dataset_mode"] == "unaligned"
     return {
         "trainer": "cyclegan",
-        "loop.epochs": train["n_epochs"] + train["n_epochs_decay"],
-        "optim.lr_schedule.name": "pix2pix_linear",
-        "optim.lr_schedule.n_epochs": train["n_epochs"],
-        "optim.lr_schedule.n_epochs_decay": train["n_epochs_decay"],
-        "optim.lr_schedule.epoch_count": train["epoch_count"],
-        "optim.lr_schedule_d": None,
-        "optim.lr_g": train["lr"], "optim.lr_d": train["lr"],
-        "optim.beta1": train["beta1"], "optim.beta2": 0.999, "optim.weight_decay": 0.0,
-        "optim.implementation": "default",  # torch.optim.Adam(params, lr, betas): torch picks the kernel
-        "optim.gradient_accumulation": 1, "optim.grad_clip": None,
-        "precision.amp": "off", "precision.channels_last": False, "precision.compile": "off",
+        **reference_recipe_common(train, test),
         "models.generator.name": train["netG"], "models.generator.ngf": train["ngf"],
         "models.generator.norm": train["norm"], "models.generator.dropout": 0.0 if train["no_dropout"] else 0.5,
         "models.generator.n_blocks": 9, "models.generator.depth": 2, "models.generator.padding": "reflect",
@@ -71,46 +60,13 @@ def reference_recipe(train: dict, test: dict) -> dict[str, object]:
         "loss.gan_mode": train["gan_mode"], "loss.lambda_A": train["lambda_A"], "loss.lambda_B": train["lambda_B"],
         "loss.lambda_identity": train["lambda_identity"],
         "pool.size": train["pool_size"],
-        "data.name": "unpaired", "data.direction": train["direction"],
-        "data.in_channels": train["input_nc"], "data.out_channels": train["output_nc"],
-        "data.load_size": train["load_size"], "data.crop_size": train["crop_size"],
-        "data.interpolation": "bicubic", "data.resize_rounding": "uint8",  # PIL on 8-bit images
-        "data.augment": [] if train["no_flip"] else [{"name": "hflip", "p": 0.5}],
-        "data.serial": train["serial_batches"], "data.shuffle": not train["serial_batches"],
-        "data.batch_size": train["batch_size"], "data.drop_last": False,
-        "data.test.preprocess": "resize", "data.test.batch_size": test["batch_size"],
-        "data.test.max_images": test["num_test"],
-        "data.val.preprocess": "resize", "data.val.batch_size": test["batch_size"],
-        "test.mode": "eval" if test["eval"] else "train",
-        "validation.eval_mode": test["eval"],
-        "loop.val_every_epochs": None,  # the reference never validates
-        "checkpoint.every_epochs": train["save_epoch_freq"],
+        "data.name": "unpaired", "data.serial": train["serial_batches"],
     }
 
 
-def flat(data: dict, prefix: str = "") -> dict[str, object]:
-    out: dict[str, object] = {}
-    for key, value in data.items():
-        path = f"{prefix}{key}"
-        out[path] = value
-        if isinstance(value, dict) and value:
-            out.update(flat(value, f"{path}."))
-    return out
-
-
 def test_the_preset_is_the_reference_recipe_key_by_key():
-    registry = get_plugins().registry
-    resolved = flat(load_config(preset_data(registry, "cyclegan-reference"), (), registry).to_dict())
     expected = reference_recipe(REFERENCE_TRAIN, REFERENCE_TEST)
-    differences = {key: (resolved.get(key, "<absent>"), value) for key, value in expected.items()
-                   if resolved.get(key, "<absent>") != value}
-    assert not differences
-    # and nothing else: every value the preset changes from the defaults is one of the recipe's
-    defaults = flat(load_config({"trainer": "cyclegan"}, (), registry).to_dict())
-    # (``provenance`` records which distribution provides each part: metadata, not a training value)
-    changed = {key for key, value in resolved.items()
-               if defaults.get(key) != value and not isinstance(value, dict) and key != "provenance"}
-    assert changed <= set(expected), sorted(changed - set(expected))
+    assert_preset_is_recipe(get_plugins().registry, "cyclegan-reference", expected)
 
 
 @pytest.mark.slow

@@ -19,7 +19,7 @@ import torch
 
 from nectargan_core.checkpoint import load_checkpoint, verify_checkpoint
 from nectargan_core.rundir import RunDir
-from support import run_cli
+from support import alive, rank_pids, run_cli, start_cli
 
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed unavailable")
 
@@ -164,33 +164,6 @@ def test_a_two_process_run_writes_one_run_and_resumes_mid_epoch_exactly(pairs: P
     assert (version / "examples/epoch0002.png").read_bytes() == (resumed_dir / "examples/epoch0002.png").read_bytes()
 
 
-def rank_pids(launcher: int) -> dict[int, int]:
-    """The worker processes of a launcher: rank -> pid (from /proc)."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except (OSError, IndexError, ValueError):
-            continue
-        if parent == launcher:
-            for item in environ:
-                if item.startswith(b"RANK="):
-                    found[int(item[5:])] = int(entry.name)
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def toy_args(*settings: str) -> list[str]:
     base = ["run.device=cpu", "visualizers=[]", "toy.samples=64", "toy.batch_size=4", "loop.epochs=1000",
             "checkpoint.every_steps=5", "distributed.timeout_s=20", *settings]
@@ -199,18 +172,8 @@ def toy_args(*settings: str) -> list[str]:
 
 def start_toy_run(tmp_path: Path, *settings: str) -> subprocess.Popen:
     """A long 2-process toy run in the background; returns once it has written a checkpoint."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}
-    exe = Path(sys.executable).with_name("nectargan")
-    launcher = subprocess.Popen([str(exe), *toy_args("toy.step_sleep=0.05", *settings)], cwd=tmp_path, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    checkpoints = tmp_path / "runs/run/version_0/checkpoints"
-    deadline = time.monotonic() + 90
-    while not list(checkpoints.glob("epoch*-step*.pt.json")) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if not list(checkpoints.glob("*.pt.json")):
-        launcher.kill()
-        pytest.fail(f"no checkpoint was written: {launcher.communicate()[1]}")
-    return launcher
+    return start_cli(*toy_args("toy.step_sleep=0.05", *settings), cwd=tmp_path,
+                     until=tmp_path / "runs/run/version_0/checkpoints")
 
 
 def test_killing_one_rank_stops_every_rank_and_keeps_the_last_checkpoint(tmp_path: Path) -> None:

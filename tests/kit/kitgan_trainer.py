@@ -4,7 +4,7 @@ KitGanTrainer: G maps a fixed noise vector z to a sample, D tells G's samples
 from fixed real ones x (paired with z, so G also has an L1 term towards x).
 Both are small MLPs, optionally with BatchNorm. Every knob the kit handles is
 an option: accumulation, the Adam kernel, an enabled GradScaler (the fp16
-path, on CPU without autocast), clipping, a step-unit LR schedule, and a NaN
+path, on CPU without autocast), clipping, a step- or epoch-unit LR schedule, and a NaN
 batch at a chosen step.
 """
 
@@ -63,7 +63,7 @@ class KitGanTrainer(Trainer):
         self.kit.accumulate = cfg.accumulate
         self.update_d = self.kit.update(self.d_train, self.opt_d, scaler=self.scaler_d, clip=cfg.clip)
         self.update_g = self.kit.update(self.g_train, self.opt_g, scaler=self.scaler_g, clip=cfg.clip,
-                                        scheduler=self.sched_g)
+                                        scheduler=self.sched_g, scheduler_unit=cfg.lr_unit)
 
     def train_dataloader(self) -> DataLoader:
         sampler = ResumableSampler(len(self.z), shuffle=True, seed=self.config.run.seed)
@@ -98,6 +98,10 @@ class KitGanTrainer(Trainer):
         if cfg.kill_at_step == self.global_step + 1:  # after the updates, before the engine counts the step
             os.kill(os.getpid(), signal.SIGKILL)
         return {"D": d_loss.detach(), "G": g_loss.detach(), "synced": synced}
+
+    @hookimpl
+    def on_epoch_end(self):
+        self.kit.step_epoch_schedulers()
 
 
 class PlainTrainer(Trainer):

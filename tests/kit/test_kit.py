@@ -249,6 +249,23 @@ def test_a_step_unit_scheduler_steps_with_each_optimizer_step(host, tmp_path):
     assert run.trainer.sched_g.last_epoch == 3
 
 
+def test_an_epoch_unit_scheduler_steps_once_per_epoch_at_step_epoch_schedulers(host, tmp_path):
+    config = kitgan_config(tmp_path, loop={"epochs": 3}, samples=4, batch_size=1, accumulate=2, lr_decay=0.5,
+                           lr_unit="epoch")
+    run = Run.create(config, host=host).fit()
+    lrs = [record["lr"]["opt_g"] for record in run.metrics("train")]
+    assert lrs == pytest.approx([0.01] * 4 + [0.005] * 4 + [0.0025] * 4)  # not with the optimizer steps
+    assert run.trainer.sched_g.last_epoch == 3
+    assert run.trainer.update_g.scheduler_unit == "epoch"
+
+
+def test_a_scheduler_unit_other_than_step_or_epoch_is_refused(host, tmp_path):
+    trainer = Run.create(kitgan_config(tmp_path), host=host).trainer
+    trainer.prepare()
+    with pytest.raises(ValueError, match="scheduler_unit must be 'step' or 'epoch' \\(got 'batch'\\)"):
+        trainer.kit.update(trainer.generator, trainer.opt_g, scheduler_unit="batch")
+
+
 # -- accumulation, checkpoints and the end of the loop --------------------------------------------
 def periodic_steps(trainer: Trainer) -> list[tuple[int, int]]:
     return [(int(c["epoch"]), int(c["global_step"])) for c in map(load_checkpoint, trainer.run_dir.periodic_checkpoints())]

@@ -28,6 +28,7 @@ DOCUMENTED = {
     "track": Trainer.track, "parallel": Trainer.parallel, "num_batches": Trainer.num_batches,
     "learning_rates": Trainer.learning_rates, "request_stop": Trainer.request_stop,
     "TrainerKit": TrainerKit, "update": TrainerKit.update, "step": TrainerKit.step,
+    "step_epoch_schedulers": TrainerKit.step_epoch_schedulers,
     "backward": Update.backward, "step ": Update.step, "optimizer_step": optimizer_step,
     "AccumulationGroup.of": AccumulationGroup.of, "choice_of": choice_of, "ResumableSampler": ResumableSampler,
     "set_epoch": ResumableSampler.set_epoch, "skip": ResumableSampler.skip, "shard": ResumableSampler.shard,

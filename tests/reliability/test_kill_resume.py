@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 import torch
@@ -217,6 +218,62 @@ def test_killed_and_resumed_run_equals_uninterrupted_run(runs, chain):
     assert RunDir(runs[chain]).read_status()["status"] == "finished"
 
 
+# -- a GAN trainer's run killed and resumed, beside an uninterrupted one (pix2pix, CycleGAN) -------------
+def run_side_by_side(root: Path, site: Path, config: str, plans: dict[str, list],
+                     check_killed: Callable[[Path, tuple[str, int]], None]) -> dict[str, Path]:
+    """The run of each plan, from ``config`` (written to ``root/NAME/run.yaml``), the plans' rounds side by side.
+
+    A plan is a list of rounds: ``(phase, step)``, SIGKILLed there by the killer plugin, or ``"finish"``;
+    each round after the first resumes. ``check_killed(run_dir, kill)`` checks a killed run's checkpoints.
+    """
+    run_dirs = {}
+    for name in plans:
+        (root / name).mkdir()
+        (root / name / "run.yaml").write_text(config.format(out=root / name / "runs", data=root / "data"))
+        run_dirs[name] = root / name / "runs" / "exact" / "version_0"
+    for round_ in range(max(len(plan) for plan in plans.values())):
+        procs = {}
+        for name, plan in plans.items():
+            if round_ < len(plan):
+                kill = plan[round_]
+                args = ["-c", str(root / name / "run.yaml")] if round_ == 0 else ["--resume", str(run_dirs[name])]
+                env = {"KILL_PHASE": kill[0], "KILL_STEP": str(kill[1])} if isinstance(kill, tuple) else {}
+                procs[name] = (kill, nectargan("train", *args, site=site, **env))
+        for name, (kill, proc) in procs.items():
+            _, err = proc.communicate(timeout=TIMEOUT)
+            expected = 0 if kill == "finish" else -signal.SIGKILL
+            assert proc.returncode == expected, f"{name} round {round_} ({kill}): exit {proc.returncode}\n{err[-3000:]}"
+            if isinstance(kill, tuple):
+                check_killed(run_dirs[name], kill)
+    return run_dirs
+
+
+def assert_resumed_equals_uninterrupted(runs: dict[str, Path]) -> dict:
+    """The killed and resumed run ends as the uninterrupted one: state, metrics, example PNGs; its final state.
+
+    A resumed run re-reads config.yaml, which fills in the schedule's default options (epoch_count: 1) that
+    the first run left implicit: the configs are compared as resolved, the rest bit for bit.
+    """
+    from nectargan_core.config import load_config
+    from nectargan_core.plugins import get_plugins
+
+    expected, actual = final_state(runs["uninterrupted"]), final_state(runs["killed"])
+    assert actual["global_step"] == 12 and actual["epoch"] == 2
+    registry = get_plugins().registry
+    configs = [state.pop("config") for state in (expected, actual)]
+    assert configs[0]["callbacks"] == configs[1]["callbacks"] == {"killer": {}}
+    resolved = [load_config({**config, "callbacks": {}}, (), registry).to_dict() for config in configs]
+    assert resolved[0] == resolved[1]
+    # Weights and BatchNorm statistics, Adam states, schedules, scalers, plugin state, RNG states, loop counters.
+    assert_identical(expected, actual, "checkpoint")
+    assert metrics_without_time(runs["killed"]) == metrics_without_time(runs["uninterrupted"])
+    for image in ("epoch0001.png", "epoch0002.png"):
+        assert (runs["killed"] / "examples" / image).read_bytes() == \
+               (runs["uninterrupted"] / "examples" / image).read_bytes(), image
+    assert RunDir(runs["killed"]).read_status()["status"] == "finished"
+    return actual
+
+
 # -- pix2pix: a real GAN step (fused Adam, BatchNorm, dropout, validation, example PNGs) ------------
 # 12 train pairs of 16x16 in batches of 2 (6 steps an epoch), 2 epochs; a checkpoint every 2 steps.
 PIX2PIX_CONFIG = """\
@@ -247,49 +304,17 @@ def pix2pix_runs(tmp_path_factory):
     site = make_fake_dist(root / "site", "nectargan-killer", "killer_plugin", KILLER)
     made = CliRunner().invoke(data_group, ["synth", str(root / "data"), "--count", "16", "--size", "16"])
     assert made.exit_code == 0, made.output
-    run_dirs, plans = {}, {"uninterrupted": ["finish"], "killed": [*PIX2PIX_KILLS, "finish"]}
-    for name in plans:
-        (root / name).mkdir()
-        (root / name / "run.yaml").write_text(PIX2PIX_CONFIG.format(out=root / name / "runs", data=root / "data"))
-        run_dirs[name] = root / name / "runs" / "exact" / "version_0"
-    for round_ in range(len(plans["killed"])):
-        procs = {}
-        for name, plan in plans.items():
-            if round_ < len(plan):
-                kill = plan[round_]
-                args = ["-c", str(root / name / "run.yaml")] if round_ == 0 else ["--resume", str(run_dirs[name])]
-                env = {"KILL_PHASE": kill[0], "KILL_STEP": str(kill[1])} if isinstance(kill, tuple) else {}
-                procs[name] = (kill, nectargan("train", *args, site=site, **env))
-        for name, (kill, proc) in procs.items():
-            _, err = proc.communicate(timeout=TIMEOUT)
-            expected = 0 if kill == "finish" else -signal.SIGKILL
-            assert proc.returncode == expected, f"{name} round {round_} ({kill}): exit {proc.returncode}\n{err[-3000:]}"
-            if isinstance(kill, tuple):  # killed one step after the mid-epoch checkpoint, before any other
-                assert RunDir(run_dirs[name]).latest_checkpoint().name.endswith(f"-step{kill[1] - 1:08d}.pt")
-    return run_dirs
+    plans = {"uninterrupted": ["finish"], "killed": [*PIX2PIX_KILLS, "finish"]}
+
+    def check_killed(run_dir: Path, kill: tuple[str, int]) -> None:  # one step after the mid-epoch checkpoint
+        assert RunDir(run_dir).latest_checkpoint().name.endswith(f"-step{kill[1] - 1:08d}.pt")
+
+    return run_side_by_side(root, site, PIX2PIX_CONFIG, plans, check_killed)
 
 
 @pytest.mark.slow
 def test_killed_and_resumed_pix2pix_run_equals_uninterrupted_run(pix2pix_runs):
-    from nectargan_core.config import load_config
-    from nectargan_core.plugins import get_plugins
-
-    expected, actual = final_state(pix2pix_runs["uninterrupted"]), final_state(pix2pix_runs["killed"])
-    assert actual["global_step"] == 12 and actual["epoch"] == 2
-    # A resumed run re-reads config.yaml, which fills in the schedule's default options (epoch_count: 1)
-    # that the first run left implicit: compare the configs as resolved, the rest bit for bit.
-    registry = get_plugins().registry
-    configs = [state.pop("config") for state in (expected, actual)]
-    assert configs[0]["callbacks"] == configs[1]["callbacks"] == {"killer": {}}
-    resolved = [load_config({**config, "callbacks": {}}, (), registry).to_dict() for config in configs]
-    assert resolved[0] == resolved[1]
-    # G and D weights and BatchNorm statistics, both Adam states, schedules, scalers, RNG states, loop counters.
-    assert_identical(expected, actual, "checkpoint")
-    assert metrics_without_time(pix2pix_runs["killed"]) == metrics_without_time(pix2pix_runs["uninterrupted"])
-    for image in ("epoch0001.png", "epoch0002.png"):
-        assert (pix2pix_runs["killed"] / "examples" / image).read_bytes() == \
-               (pix2pix_runs["uninterrupted"] / "examples" / image).read_bytes(), image
-    assert RunDir(pix2pix_runs["killed"]).read_status()["status"] == "finished"
+    assert_resumed_equals_uninterrupted(pix2pix_runs)  # G and D, their Adam states, the schedules, scalers
 
 
 # -- CycleGAN: two generators, two discriminators, image pools drawing from their own random stream ------
@@ -322,49 +347,18 @@ def cyclegan_runs(tmp_path_factory):
     made = CliRunner().invoke(data_group, ["synth", str(root / "data"), "--unpaired", "--count", "16", "--size", "16",
                                            "--val", "0.125", "--test", "0.125"])
     assert made.exit_code == 0, made.output
-    run_dirs, plans = {}, {"uninterrupted": ["finish"], "killed": [("step", 5), "finish"]}
-    for name in plans:
-        (root / name).mkdir()
-        (root / name / "run.yaml").write_text(CYCLEGAN_CONFIG.format(out=root / name / "runs", data=root / "data"))
-        run_dirs[name] = root / name / "runs" / "exact" / "version_0"
-    for round_ in range(len(plans["killed"])):
-        procs = {}
-        for name, plan in plans.items():
-            if round_ < len(plan):
-                kill = plan[round_]
-                args = ["-c", str(root / name / "run.yaml")] if round_ == 0 else ["--resume", str(run_dirs[name])]
-                env = {"KILL_PHASE": kill[0], "KILL_STEP": str(kill[1])} if isinstance(kill, tuple) else {}
-                procs[name] = (kill, nectargan("train", *args, site=site, **env))
-        for name, (kill, proc) in procs.items():
-            _, err = proc.communicate(timeout=TIMEOUT)
-            expected = 0 if kill == "finish" else -signal.SIGKILL
-            assert proc.returncode == expected, f"{name} round {round_} ({kill}): exit {proc.returncode}\n{err[-3000:]}"
-            if isinstance(kill, tuple):  # killed one step after the mid-epoch checkpoint at step 4
-                latest = load_checkpoint(RunDir(run_dirs[name]).latest_checkpoint())
-                assert latest["global_step"] == 4 and latest["batch_in_epoch"] == 4
-                assert len(latest["state"]["fake_A_pool"]["images"]) == 3  # the pools were saved full
-    return run_dirs
+    plans = {"uninterrupted": ["finish"], "killed": [("step", 5), "finish"]}
+
+    def check_killed(run_dir: Path, kill: tuple[str, int]) -> None:  # one step after the mid-epoch checkpoint at step 4
+        latest = load_checkpoint(RunDir(run_dir).latest_checkpoint())
+        assert latest["global_step"] == 4 and latest["batch_in_epoch"] == 4
+        assert len(latest["state"]["fake_A_pool"]["images"]) == 3  # the pools were saved full
+
+    return run_side_by_side(root, site, CYCLEGAN_CONFIG, plans, check_killed)
 
 
 @pytest.mark.slow
 def test_killed_and_resumed_cyclegan_run_equals_uninterrupted_run(cyclegan_runs):
-    from nectargan_core.config import load_config
-    from nectargan_core.plugins import get_plugins
-
-    expected, actual = final_state(cyclegan_runs["uninterrupted"]), final_state(cyclegan_runs["killed"])
-    assert actual["global_step"] == 12 and actual["epoch"] == 2
-    # As for pix2pix: the resumed run's config.yaml has the schedule's default options filled in; compare the
-    # configs as resolved, the rest bit for bit.
-    registry = get_plugins().registry
-    configs = [state.pop("config") for state in (expected, actual)]
-    assert configs[0]["callbacks"] == configs[1]["callbacks"] == {"killer": {}}
-    resolved = [load_config({**config, "callbacks": {}}, (), registry).to_dict() for config in configs]
-    assert resolved[0] == resolved[1]
     # G_A, G_B, D_A, D_B, both Adam states, schedules, scalers, the pools' images and random state, RNG, counters.
-    assert_identical(expected, actual, "checkpoint")
+    actual = assert_resumed_equals_uninterrupted(cyclegan_runs)
     assert not torch.equal(actual["state"]["fake_B_pool"]["images"][0], actual["state"]["fake_A_pool"]["images"][0])
-    assert metrics_without_time(cyclegan_runs["killed"]) == metrics_without_time(cyclegan_runs["uninterrupted"])
-    for image in ("epoch0001.png", "epoch0002.png"):
-        assert (cyclegan_runs["killed"] / "examples" / image).read_bytes() == \
-               (cyclegan_runs["uninterrupted"] / "examples" / image).read_bytes(), image
-    assert RunDir(cyclegan_runs["killed"]).read_status()["status"] == "finished"

@@ -20,7 +20,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -29,7 +28,7 @@ import torch
 
 from nectargan_core.checkpoint import load_checkpoint
 from series import long_series
-from support import run_cli
+from support import alive, rank_pids, run_cli, start_cli
 
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed unavailable")
 
@@ -39,48 +38,12 @@ TIMEOUT_S = 5
 MARGIN_S = 40
 
 
-def rank_pids(launcher: int) -> dict[int, int]:
-    """The worker processes of a launcher: rank -> pid (from /proc)."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except (OSError, IndexError, ValueError):
-            continue
-        if parent == launcher:
-            for item in environ:
-                if item.startswith(b"RANK="):
-                    found[int(item[5:])] = int(entry.name)
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def start(tmp_path: Path, *settings: str) -> tuple[subprocess.Popen, dict[int, int]]:
     """A long 2-process toy run; returns once both ranks run and the checkpoint of step 5 is written."""
     base = ["run.device=cpu", "visualizers=[]", "toy.samples=64", "toy.batch_size=4", "loop.epochs=1000",
             "checkpoint.every_steps=5", f"distributed.timeout_s={TIMEOUT_S}", "toy.step_sleep=0.05", *settings]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}
-    exe = Path(sys.executable).with_name("nectargan")
-    launcher = subprocess.Popen([str(exe), "train", "--trainer", "toy", *(a for s in base for a in ("--set", s)),
-                                 "--nproc", "2"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-    checkpoints = tmp_path / "runs/run/version_0/checkpoints"
-    deadline = time.monotonic() + 120
-    while not list(checkpoints.glob("epoch*-step*.pt.json")):
-        if launcher.poll() is not None or time.monotonic() > deadline:
-            launcher.kill()
-            pytest.fail(f"no checkpoint was written: {launcher.communicate()[1]}")
-        time.sleep(0.1)
+    launcher = start_cli("train", "--trainer", "toy", *(a for s in base for a in ("--set", s)), "--nproc", "2",
+                         cwd=tmp_path, until=tmp_path / "runs/run/version_0/checkpoints")
     ranks = rank_pids(launcher.pid)
     assert sorted(ranks) == [0, 1]
     return launcher, ranks

@@ -26,44 +26,19 @@ from __future__ import annotations
 
 from typing import Any
 
-#: ``train.py``/``test.py`` of the reference with ``--model cycle_gan`` and its defaults.
-CYCLEGAN_REFERENCE: dict[str, Any] = {
-    "trainer": "cyclegan",
-    "loop": {"epochs": 200, "val_every_epochs": None},
-    "checkpoint": {"every_epochs": 5},
-    "data": {
-        "name": "unpaired",
-        "direction": "AtoB",
-        "in_channels": 3,
-        "out_channels": 3,
-        "load_size": 286,
-        "crop_size": 256,
-        "interpolation": "bicubic",
-        "resize_rounding": "uint8",
-        "augment": [{"name": "hflip", "p": 0.5}],
-        "serial": False,
-        "batch_size": 1,
-        "shuffle": True,
-        "drop_last": False,
-        "val": {"batch_size": 1, "preprocess": "resize"},
-        "test": {"batch_size": 1, "preprocess": "resize", "max_images": 50},
-    },
-    "models": {
+from nectargan_pix2pix.presets import reference_recipe
+
+#: ``train.py``/``test.py`` of the reference with ``--model cycle_gan`` and its defaults (the values shared with
+#: ``--model pix2pix`` are ``nectargan_pix2pix.presets.REFERENCE_COMMON``).
+CYCLEGAN_REFERENCE: dict[str, Any] = reference_recipe(
+    "cyclegan",
+    data={"name": "unpaired", "serial": False},
+    models={
         "generator": {"name": "resnet_9blocks", "norm": "instance", "ngf": 64, "dropout": 0.0, "init": "normal",
                       "init_gain": 0.02},
         "discriminator": {"name": "patchgan_70", "norm": "instance", "ndf": 64, "n_layers": 3, "conditional": False,
                           "init": "normal", "init_gain": 0.02},
     },
-    "loss": {"gan_mode": "lsgan", "lambda_A": 10.0, "lambda_B": 10.0, "lambda_identity": 0.5},
-    "pool": {"size": 50},
-    "optim": {
-        "lr_g": 2e-4, "lr_d": 2e-4, "beta1": 0.5, "beta2": 0.999, "weight_decay": 0.0,
-        "implementation": "default",
-        "lr_schedule": {"name": "pix2pix_linear", "n_epochs": 100, "n_epochs_decay": 100, "epoch_count": 1},
-        "lr_schedule_d": None,
-        "gradient_accumulation": 1, "grad_clip": None,
-    },
-    "precision": {"amp": "off", "channels_last": False, "compile": "off"},
-    "validation": {"eval_mode": False},
-    "test": {"mode": "train"},
-}
+    loss={"gan_mode": "lsgan", "lambda_A": 10.0, "lambda_B": 10.0, "lambda_identity": 0.5},
+    pool={"size": 50},
+)

@@ -32,14 +32,14 @@ from nectargan_core.errors import ConfigError
 from nectargan_core.generators import GeneratorSpec
 from nectargan_core.signals import leave_stopping_to_main
 from nectargan_losses.gan import GANObjective
-from nectargan_losses.schedules import build_schedule, lr_scheduler, refresh_lr
+from nectargan_losses.schedules import refresh_lr
 from nectargan_pix2pix.compilation import compile_for_training
 from nectargan_pix2pix.evaluation import MetricAccumulator, evaluation_mode
-from nectargan_pix2pix.examples import save_grid
+from nectargan_pix2pix.examples import save_grid, train_view
 from nectargan_pix2pix.networks import build_network
 from nectargan_pix2pix.options import data_channels
 from nectargan_pix2pix.precision import Precision
-from nectargan_pix2pix.trainer import make_adam, warn_if_decay_never_starts
+from nectargan_pix2pix.trainer import check_sync_batchnorm, make_adam, make_lr_schedulers, write_epoch_examples
 
 from .options import CycleGANOptions
 from .pool import ImagePool, PoolRandom
@@ -81,10 +81,7 @@ class CycleGANTrainer(Trainer):
         self.train_set = self.build("dataset", data, split="train", seed=cfg.run.seed)
         self.val_set = self._optional_split("val")
         self.memory_format = torch.channels_last if cfg.precision.channels_last else torch.contiguous_format
-        if self.dist.enabled and cfg.distributed.sync_batchnorm and not cfg.validation.eval_mode:
-            raise ConfigError("distributed.sync_batchnorm with validation.eval_mode=false: the processes validate "
-                              "different numbers of images, so synchronised batch norm in training mode would wait "
-                              "forever; set validation.eval_mode=true")
+        check_sync_batchnorm(self)
 
         def network(choice: Any, **channels: int) -> torch.nn.Module:
             built = build_network(self.registry, choice, **channels)
@@ -115,14 +112,8 @@ class CycleGANTrainer(Trainer):
         discriminators = itertools.chain(self.D_A.parameters(), self.D_B.parameters())
         self.opt_G = self.track("opt_G", make_adam(generators, optim.lr_g, optim, self.device))
         self.opt_D = self.track("opt_D", make_adam(discriminators, optim.lr_d, optim, self.device))
-        epochs = cfg.loop.epochs  # for schedules that follow the run's length (the default one does)
-        schedule_g = build_schedule(optim.lr_schedule.model_dump(), self.registry, epochs=epochs)
-        schedule_d = (build_schedule(optim.lr_schedule_d.model_dump(), self.registry, epochs=epochs)
-                      if optim.lr_schedule_d is not None else schedule_g)
-        warn_if_decay_never_starts(schedule_g, epochs, "optim.lr_schedule", self.is_main)
-        self.sched_G = self.track("sched_G", lr_scheduler(self.opt_G, schedule_g))
-        self.sched_D = self.track("sched_D", lr_scheduler(self.opt_D, schedule_d))
-        self.lr_units = (schedule_g.unit, schedule_d.unit)
+        self.sched_G, self.sched_D, self.lr_units = make_lr_schedulers(self, self.opt_G, self.opt_D,
+                                                                       ("sched_G", "sched_D"))
 
         self.precision = Precision(precision.amp, self.device)
         self.scaler_G = self.track("scaler_G", self.precision.scaler())
@@ -142,9 +133,9 @@ class CycleGANTrainer(Trainer):
         # G's update trains G_A and G_B together (D_A, D_B frozen); D's trains D_A and D_B together.
         self.kit.accumulate = optim.gradient_accumulation
         self.update_g = self.kit.update([self._g_a, self._g_b], self.opt_G, scaler=self.scaler_G, clip=optim.grad_clip,
-                                        scheduler=self.sched_G if self.lr_units[0] == "step" else None)
+                                        scheduler=self.sched_G, scheduler_unit=self.lr_units[0])
         self.update_d = self.kit.update([self._d_a, self._d_b], self.opt_D, scaler=self.scaler_D, clip=optim.grad_clip,
-                                        scheduler=self.sched_D if self.lr_units[1] == "step" else None)
+                                        scheduler=self.sched_D, scheduler_unit=self.lr_units[1])
 
     def _optional_split(self, split: str) -> Any:
         """The val/test dataset, or None (with one warning) when the dataset has neither of its domain folders."""
@@ -157,14 +148,6 @@ class CycleGANTrainer(Trainer):
                       + ("validation is skipped" if split == "val" else "using train images"), file=sys.stderr)
                 return None
         return self.build("dataset", data, split=split, seed=self.config.run.seed)
-
-    def _train_view(self) -> Any:
-        """Train images without augmentation (the val preprocessing applied to the train folders)."""
-        data = self.config.data
-        if data.name != "unpaired":
-            return self.train_set
-        options = {**data.options, "val": {**(data.options.get("val") or {}), "folder": "train"}}
-        return self.registry.get("dataset", "unpaired").load()(split="val", seed=self.config.run.seed, **options)
 
     def train_dataloader(self) -> DataLoader:
         from nectargan_pix2pix.data.loader import build_dataloader
@@ -251,13 +234,8 @@ class CycleGANTrainer(Trainer):
 
     @hookimpl
     def on_epoch_end(self, epoch: int) -> None:
-        if self.lr_units[0] == "epoch":
-            self.sched_G.step()
-        if self.lr_units[1] == "epoch":
-            self.sched_D.step()
-        every = self.config.examples.every_epochs
-        if every and (epoch + 1) % every == 0 and self.is_main:
-            self.write_examples(self.run_dir.examples / f"epoch{epoch + 1:04d}.png")
+        self.kit.step_epoch_schedulers()
+        write_epoch_examples(self, epoch)
 
     @contextlib.contextmanager
     def _evaluating(self, eval_mode: bool) -> Iterator[None]:
@@ -273,7 +251,7 @@ class CycleGANTrainer(Trainer):
             if cfg.split == "test":
                 dataset = self._optional_split("test")
             if dataset is None or not len(dataset):
-                dataset = self._train_view()
+                dataset = train_view(self, "unpaired")
             items = [dataset[i] for i in range(min(cfg.count, len(dataset)))]
             if not items:
                 return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import torch
 from torchvision.utils import make_grid, save_image
@@ -30,6 +31,20 @@ def save_grid(path: Path, inputs: torch.Tensor, outputs: torch.Tensor, targets: 
     save_image(example_grid(inputs, outputs, targets), tmp)
     tmp.replace(path)
     return path
+
+
+def train_view(trainer: Any, builtin: str) -> Any:
+    """The train images without augmentation, for examples drawn from the train split.
+
+    For the plugin's built-in dataset ``builtin`` (``paired``, ``unpaired``):
+    a new one with the val preprocessing over the train folder(s). Another
+    dataset's train set is returned as it is.
+    """
+    data = trainer.config.data
+    if data.name != builtin:
+        return trainer.train_set
+    options = {**data.options, "val": {**(data.options.get("val") or {}), "folder": "train"}}
+    return trainer.registry.get("dataset", builtin).load()(split="val", seed=trainer.config.run.seed, **options)
 
 
 def spread_indices(total: int, count: int, seed: int) -> list[int]:

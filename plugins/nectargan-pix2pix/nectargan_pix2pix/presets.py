@@ -21,16 +21,15 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-#: ``train.py``/``test.py`` of the reference with ``--model pix2pix`` and its defaults.
-PIX2PIX_REFERENCE: dict[str, Any] = {
-    "trainer": "pix2pix",
+#: What the reference's ``train.py``/``test.py`` set alike for ``--model pix2pix`` and ``--model cycle_gan``
+#: (its base, train and test options): the part of ``pix2pix-reference`` and ``cyclegan-reference`` they share.
+REFERENCE_COMMON: dict[str, Any] = {
     "loop": {"epochs": 200, "val_every_epochs": None},
     "checkpoint": {"every_epochs": 5},
     "data": {
-        "name": "paired",
-        "layout": "aligned",
         "direction": "AtoB",
         "in_channels": 3,
         "out_channels": 3,
@@ -45,24 +44,44 @@ PIX2PIX_REFERENCE: dict[str, Any] = {
         "val": {"batch_size": 1, "preprocess": "resize"},
         "test": {"batch_size": 1, "preprocess": "resize", "max_images": 50},
     },
-    "models": {
-        "generator": {"name": "unet_256", "norm": "batch", "ngf": 64, "dropout_layers": 3, "dropout": 0.5,
-                      "init": "normal", "init_gain": 0.02},
-        "discriminator": {"name": "patchgan_70", "norm": "batch", "ndf": 64, "n_layers": 3, "conditional": True,
-                          "init": "normal", "init_gain": 0.02},
-    },
-    "loss": {"spec": "basic", "gan_mode": "vanilla"},
     "optim": {
         "lr_g": 2e-4, "lr_d": 2e-4, "beta1": 0.5, "beta2": 0.999, "weight_decay": 0.0,
         "implementation": "default",
         "lr_schedule": {"name": "pix2pix_linear", "n_epochs": 100, "n_epochs_decay": 100, "epoch_count": 1},
         "lr_schedule_d": None,
-        "gradient_accumulation": 1, "grad_clip": None, "d_every": 1, "g_every": 1,
+        "gradient_accumulation": 1, "grad_clip": None,
     },
     "precision": {"amp": "off", "channels_last": False, "compile": "off"},
     "validation": {"eval_mode": False},
     "test": {"mode": "train"},
 }
+
+
+def reference_recipe(trainer: str, **sections: dict[str, Any]) -> dict[str, Any]:
+    """A reference recipe for ``trainer``: :data:`REFERENCE_COMMON` with each of ``sections`` added to its section.
+
+    A section's keys are added to (or replace) the common section's keys; a
+    section the common part lacks (``models``, ``loss``) is taken as given.
+    """
+    recipe: dict[str, Any] = {"trainer": trainer, **copy.deepcopy(REFERENCE_COMMON)}
+    for name, values in sections.items():
+        recipe[name] = {**recipe.get(name, {}), **values}
+    return recipe
+
+
+#: ``train.py``/``test.py`` of the reference with ``--model pix2pix`` and its defaults.
+PIX2PIX_REFERENCE: dict[str, Any] = reference_recipe(
+    "pix2pix",
+    data={"name": "paired", "layout": "aligned"},
+    models={
+        "generator": {"name": "unet_256", "norm": "batch", "ngf": 64, "dropout_layers": 3, "dropout": 0.5,
+                      "init": "normal", "init_gain": 0.02},
+        "discriminator": {"name": "patchgan_70", "norm": "batch", "ndf": 64, "n_layers": 3, "conditional": True,
+                          "init": "normal", "init_gain": 0.02},
+    },
+    loss={"spec": "basic", "gan_mode": "vanilla"},
+    optim={"d_every": 1, "g_every": 1},
+)
 
 #: A run that takes seconds on a CPU, for tests of plugins used under pix2pix (the ``tiny_config("pix2pix")``
 #: fixture of nectargan_core.testing starts from it): 32x32 images in the main process, a 5-level UNet and a

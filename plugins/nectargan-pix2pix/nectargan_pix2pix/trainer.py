@@ -37,7 +37,7 @@ from nectargan_losses.manager import LossManager
 from nectargan_losses.schedules import Pix2PixLinear, build_schedule, lr_scheduler, refresh_lr
 
 from .evaluation import MetricAccumulator, evaluation_mode
-from .examples import save_grid, spread_indices
+from .examples import save_grid, spread_indices, train_view
 from .networks import build_discriminator, build_generator
 from .options import Pix2pixOptions, data_channels
 from .precision import Precision
@@ -77,6 +77,45 @@ def warn_if_decay_never_starts(schedule: Any, epochs: int, key: str, say: bool) 
         print(f"warning: {key}: the LR stays constant for {n_epochs} epochs and the run trains {epochs} "
               f"(loop.epochs), so its decay never starts; set {key}.n_epochs and n_epochs_decay to null to fit "
               "the schedule to the run", file=sys.stderr)
+
+
+def check_sync_batchnorm(trainer: Trainer) -> None:
+    """Refuse synchronised batch norm with train-mode validation in a distributed run (it would hang).
+
+    The processes validate different numbers of images, so a synchronised
+    BatchNorm in training mode would wait forever for the others' statistics.
+    """
+    cfg = trainer.config
+    if trainer.dist.enabled and cfg.distributed.sync_batchnorm and not cfg.validation.eval_mode:
+        raise ConfigError("distributed.sync_batchnorm with validation.eval_mode=false: the processes validate "
+                          "different numbers of images, so synchronised batch norm in training mode would wait "
+                          "forever; set validation.eval_mode=true")
+
+
+def make_lr_schedulers(trainer: Trainer, opt_g: torch.optim.Optimizer, opt_d: torch.optim.Optimizer,
+                       names: tuple[str, str]) -> tuple[Any, Any, tuple[str, str]]:
+    """G's and D's LR schedulers, tracked under ``names``, and their units (``"epoch"`` or ``"step"``).
+
+    G's follows ``optim.lr_schedule``; D's ``optim.lr_schedule_d``, or G's
+    schedule when that is null. Schedules that follow the run's length (the
+    default one does) are fitted to ``loop.epochs``. Give each scheduler to
+    its kit update with its unit (``scheduler_unit=``).
+    """
+    optim, epochs = trainer.config.optim, trainer.config.loop.epochs
+    schedule_g = build_schedule(optim.lr_schedule.model_dump(), trainer.registry, epochs=epochs)
+    schedule_d = (build_schedule(optim.lr_schedule_d.model_dump(), trainer.registry, epochs=epochs)
+                  if optim.lr_schedule_d is not None else schedule_g)
+    warn_if_decay_never_starts(schedule_g, epochs, "optim.lr_schedule", trainer.is_main)
+    sched_g = trainer.track(names[0], lr_scheduler(opt_g, schedule_g))
+    sched_d = trainer.track(names[1], lr_scheduler(opt_d, schedule_d))
+    return sched_g, sched_d, (schedule_g.unit, schedule_d.unit)
+
+
+def write_epoch_examples(trainer: Any, epoch: int) -> None:
+    """The example grid ``examples/epochNNNN.png`` after every ``examples.every_epochs``-th epoch (main process)."""
+    every = trainer.config.examples.every_epochs
+    if every and (epoch + 1) % every == 0 and trainer.is_main:
+        trainer.write_examples(trainer.run_dir.examples / f"epoch{epoch + 1:04d}.png")
 
 
 class EarlyStopping:
@@ -131,10 +170,7 @@ class Pix2pixTrainer(Trainer):
         self.train_set = self._dataset("train")
         self.val_set = self._optional_split("val")
         self.memory_format = torch.channels_last if cfg.precision.channels_last else torch.contiguous_format
-        if self.dist.enabled and cfg.distributed.sync_batchnorm and not cfg.validation.eval_mode:
-            raise ConfigError("distributed.sync_batchnorm with validation.eval_mode=false: the processes validate "
-                              "different numbers of images, so synchronised batch norm in training mode would wait "
-                              "forever; set validation.eval_mode=true")
+        check_sync_batchnorm(self)
 
         generator = build_generator(self.registry, cfg).to(self.device, memory_format=self.memory_format)
         discriminator = build_discriminator(self.registry, cfg).to(self.device, memory_format=self.memory_format)
@@ -154,14 +190,8 @@ class Pix2pixTrainer(Trainer):
         optim = cfg.optim
         self.opt_g = self.track("opt_g", make_adam(generator.parameters(), optim.lr_g, optim, self.device))
         self.opt_d = self.track("opt_d", make_adam(discriminator.parameters(), optim.lr_d, optim, self.device))
-        epochs = cfg.loop.epochs  # for schedules that follow the run's length (the default one does)
-        schedule_g = build_schedule(optim.lr_schedule.model_dump(), self.registry, epochs=epochs)
-        schedule_d = (build_schedule(optim.lr_schedule_d.model_dump(), self.registry, epochs=epochs)
-                      if optim.lr_schedule_d is not None else schedule_g)
-        warn_if_decay_never_starts(schedule_g, epochs, "optim.lr_schedule", self.is_main)
-        self.sched_g = self.track("sched_g", lr_scheduler(self.opt_g, schedule_g))
-        self.sched_d = self.track("sched_d", lr_scheduler(self.opt_d, schedule_d))
-        self.lr_units = (schedule_g.unit, schedule_d.unit)
+        self.sched_g, self.sched_d, self.lr_units = make_lr_schedulers(self, self.opt_g, self.opt_d,
+                                                                       ("sched_g", "sched_d"))
 
         self.precision = Precision(cfg.precision.amp, self.device)
         self.scaler_g = self.track("scaler_g", self.precision.scaler())
@@ -175,9 +205,9 @@ class Pix2pixTrainer(Trainer):
         # with their optimizer; epoch-unit ones in on_epoch_end.
         self.kit.accumulate = optim.gradient_accumulation
         self.update_d = self.kit.update(self._d_train, self.opt_d, scaler=self.scaler_d, clip=optim.grad_clip,
-                                        scheduler=self.sched_d if self.lr_units[1] == "step" else None)
+                                        scheduler=self.sched_d, scheduler_unit=self.lr_units[1])
         self.update_g = self.kit.update(self._g_train, self.opt_g, scaler=self.scaler_g, clip=optim.grad_clip,
-                                        scheduler=self.sched_g if self.lr_units[0] == "step" else None)
+                                        scheduler=self.sched_g, scheduler_unit=self.lr_units[0])
 
     def _optional_split(self, split: str) -> Any:
         """The val/test dataset, or None (with one warning) when the dataset has no such folder."""
@@ -198,14 +228,6 @@ class Pix2pixTrainer(Trainer):
             component = self.registry.get("dataset", data.name)
             check_dataset_item(dataset, component.name, component.provided_by, split)
         return dataset
-
-    def _train_view(self) -> Any:
-        """Train images without augmentation (the val preprocessing applied to the train folder)."""
-        data = self.config.data
-        if data.name != "paired":
-            return self.train_set
-        options = {**data.options, "val": {**(data.options.get("val") or {}), "folder": "train"}}
-        return self.registry.get("dataset", "paired").load()(split="val", seed=self.config.run.seed, **options)
 
     def train_dataloader(self) -> DataLoader:
         from nectargan_pix2pix.data.dataset import PairedDataset
@@ -308,13 +330,8 @@ class Pix2pixTrainer(Trainer):
 
     @hookimpl
     def on_epoch_end(self, epoch: int) -> None:
-        if self.lr_units[0] == "epoch":
-            self.sched_g.step()
-        if self.lr_units[1] == "epoch":
-            self.sched_d.step()
-        every = self.config.examples.every_epochs
-        if every and (epoch + 1) % every == 0 and self.is_main:
-            self.write_examples(self.run_dir.examples / f"epoch{epoch + 1:04d}.png")
+        self.kit.step_epoch_schedulers()
+        write_epoch_examples(self, epoch)
 
     @cached_property
     def example_source(self) -> tuple[Any, list[int], str]:
@@ -328,7 +345,7 @@ class Pix2pixTrainer(Trainer):
         if cfg.split == "test":
             dataset = self._optional_split("test")
         if dataset is None or not len(dataset):
-            dataset, split = self._train_view(), "train"
+            dataset, split = train_view(self, "paired"), "train"
         return dataset, spread_indices(len(dataset), cfg.count, self.config.run.seed), split
 
     def example_batch(self) -> dict[str, torch.Tensor] | None:

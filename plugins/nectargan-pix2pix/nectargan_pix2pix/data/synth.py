@@ -126,6 +126,21 @@ def _shade(kind: int, centre: np.ndarray, outline: np.ndarray, coverage: np.ndar
     return base * (light * texture)[..., None]
 
 
+def split_counts(out: Path, *, count: int, val: float, test: float) -> dict[str, int]:
+    """Images per split (train, val, test) of a new synthetic set in ``out``, which must be new or empty.
+
+    The val and test fractions of ``count`` are rounded; train gets the rest,
+    at least one image.
+    """
+    if out.exists() and not (out.is_dir() and not any(out.iterdir())):
+        raise DatasetError(f"{out}: folder is not empty; choose a new folder for the synthetic dataset")
+    n_val, n_test = round(count * val), round(count * test)
+    n_train = count - n_val - n_test
+    if n_train < 1:
+        raise DatasetError(f"--count {count} with --val {val} and --test {test} leaves no training images")
+    return {"train": n_train, "val": n_val, "test": n_test}
+
+
 def write_synthetic(out: Path, *, count: int, size: int, seed: int, val: float, test: float) -> dict[str, int]:
     """Write ``count`` aligned A|B PNGs into ``out/train``, ``out/val`` and ``out/test``; return the counts.
 
@@ -134,13 +149,7 @@ def write_synthetic(out: Path, *, count: int, size: int, seed: int, val: float, 
     The set is drawn in a temp folder beside ``out`` and renamed to ``out``
     only when complete: an interrupted run leaves no partial dataset.
     """
-    if out.exists() and not (out.is_dir() and not any(out.iterdir())):
-        raise DatasetError(f"{out}: folder is not empty; choose a new folder for the synthetic dataset")
-    n_val, n_test = round(count * val), round(count * test)
-    n_train = count - n_val - n_test
-    if n_train < 1:
-        raise DatasetError(f"--count {count} with --val {val} and --test {test} leaves no training images")
-    counts = {"train": n_train, "val": n_val, "test": n_test}
+    counts = split_counts(out, count=count, val=val, test=test)
     with staging(out) as stage:
         index = 0
         for split, n in counts.items():
@@ -169,13 +178,7 @@ def write_unpaired_synthetic(out: Path, *, count: int, size: int, seed: int, val
     split (each domain has as many); ``out/synth.json`` records how the set
     was made. Like :func:`write_synthetic`, the set appears only when complete.
     """
-    if out.exists() and not (out.is_dir() and not any(out.iterdir())):
-        raise DatasetError(f"{out}: folder is not empty; choose a new folder for the synthetic dataset")
-    n_val, n_test = round(count * val), round(count * test)
-    n_train = count - n_val - n_test
-    if n_train < 1:
-        raise DatasetError(f"--count {count} with --val {val} and --test {test} leaves no training images")
-    counts = {"train": n_train, "val": n_val, "test": n_test}
+    counts = split_counts(out, count=count, val=val, test=test)
     with staging(out) as stage:
         index = 0
         for split, n in counts.items():
