@@ -144,6 +144,10 @@ class Distributed:
         if self.liveness is not None:
             self.liveness.step = step
 
+    def peer_stopped(self) -> bool:
+        """Whether the heartbeats show that a rank stopped answering (asked after an error of unknown kind)."""
+        return self.liveness is not None and bool(self.liveness.diagnose())
+
     def stopped_answering(self, error: BaseException) -> str:
         """The one line for a collective that failed: which rank stopped answering, when that can be told.
 

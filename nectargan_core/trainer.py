@@ -406,7 +406,9 @@ class Trainer:
             where = f"{exc.filename}: " if exc.filename else ""
             fix = "raise the file size limit (ulimit -f)" if exc.errno == errno.EFBIG else "free space"
             return TrainingError(f"{where}cannot write: {exc.strerror}; {fix} or choose another run.output_dir")
-        if self.dist.enabled and isinstance(exc, RuntimeError) and _is_comm_error(exc):
+        # A collective that failed: by its text, or, for texts no list can foresee ("Application timeout
+        # caused pair closure" from DDP's buffer broadcast), by the heartbeats showing a rank that stopped.
+        if self.dist.enabled and isinstance(exc, RuntimeError) and (_is_comm_error(exc) or self.dist.peer_stopped()):
             return TrainingError(f"{self.dist.stopped_answering(exc)}; at step {self.global_step + 1}; "
                                  f"{self._last_good()}")
         return None
@@ -853,7 +855,7 @@ def _is_comm_error(exc: BaseException) -> bool:
     text = str(exc)
     return isinstance(exc, backend_error) or any(
         marker in text for marker in ("Connection closed by peer", "Connection reset by peer", "Gloo", "gloo",
-                                      "NCCL", "Timed out", "timed out", "Broken pipe"))
+                                      "NCCL", "Timed out", "timed out", "Broken pipe", "pair closure"))
 
 
 class NonFiniteStop(TrainingError):

@@ -48,13 +48,14 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
 
 
 
-def start_cli(*args: str, cwd: Path, until: Path, wait_s: float = 120) -> subprocess.Popen:
+def start_cli(*args: str, cwd: Path, until: Path, wait_s: float = 120,
+              env: dict[str, str] | None = None) -> subprocess.Popen:
     """``nectargan ARGS`` in the background, as :func:`run_cli` runs it; returns once ``until`` holds a checkpoint.
 
     ``until`` is the run's ``checkpoints`` folder; the test fails with the run's stderr when the run ends, or
     ``wait_s`` pass, before a periodic checkpoint (``epoch*-step*.pt``) is complete there.
     """
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}, **(env or {})}
     exe = Path(sys.executable).with_name("nectargan")
     launcher = subprocess.Popen([str(exe), *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
