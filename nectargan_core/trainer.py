@@ -21,7 +21,7 @@ import torch
 
 from .checkpoint import entry, load_checkpoint, restoring, save_checkpoint
 from .device import rng_state, seed_everything, set_rng_state
-from .distributed import Distributed, first_line
+from .distributed import Distributed
 from .errors import CheckpointError, NectarGANError, PluginError, TrainingError
 from .kit import kits_of
 from .metrics import MetricsLog

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from ..errors import PluginError
-from ..plugins import PluginInfo, env_flag, get_plugins, normalize
+from ..plugins import env_flag, get_plugins, normalize
 from ..scaffold import KINDS
 from ..text import printable
 
