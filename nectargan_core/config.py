@@ -707,7 +707,7 @@ def parse_file(path: str | Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"{shown}: cannot read config file: {exc.strerror or exc}") from None
     if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{shown}: config file larger than {MAX_CONFIG_BYTES // 1024} KiB; a config is a few "
+        raise ConfigError(f"{shown}: config file larger than {MAX_CONFIG_BYTES >> 20} MiB; a config is a few "
                           "kilobytes of settings (is this the right file?)")
     try:
         text = raw.decode("utf-8")

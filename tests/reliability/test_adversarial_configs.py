@@ -328,7 +328,7 @@ def test_a_config_of_absurd_size_is_refused_before_parsing(suffix, tmp_path):
         stream.write("x" * (64 << 20))
         stream.write("\n")
     started = time.monotonic()
-    with pytest.raises(ConfigError, match=r"larger than 1024 KiB") as info:
+    with pytest.raises(ConfigError, match=r"larger than 1 MiB") as info:
         load_file(file)
     assert time.monotonic() - started < 2.0
     assert str(info.value).count("\n") == 0
