@@ -15,6 +15,7 @@ import difflib
 import functools
 import json
 import math
+import os
 import re
 import types
 import typing
@@ -38,6 +39,7 @@ from pydantic_core import PydanticCustomError, PydanticUndefined
 
 from .capabilities import check_capabilities
 from .errors import ConfigError, PluginError
+from .filekind import NotRegularFile, open_regular
 from .limits import MAX_CONFIG_BYTES, MAX_INT, MIN_INT, Seed, Threads, check_data, check_name
 from .provenance import KEY as PROVENANCE_KEY
 from .provenance import PartRecord, validate_recorded
@@ -700,10 +702,13 @@ def parse_file(path: str | Path) -> dict[str, Any]:
     if path.suffix.lower() not in CONFIG_SUFFIXES:
         raise ConfigError(f"{shown}: unsupported config format '{printable(path.suffix)}'; use .yaml, .yml, .toml or .json")
     try:
-        with path.open("rb") as stream:
+        with os.fdopen(open_regular(path), "rb") as stream:
             raw = stream.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(f"{shown}: config file not found") from None
+    except NotRegularFile as exc:
+        raise ConfigError(f"{shown}: not a config file but {exc.strerror}; give the path of a "
+                          ".yaml, .toml or .json file") from None
     except OSError as exc:
         raise ConfigError(f"{shown}: cannot read config file: {exc.strerror or exc}") from None
     if len(raw) > MAX_CONFIG_BYTES:

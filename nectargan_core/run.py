@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+import weakref
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -102,7 +103,7 @@ class Run:
             config=config, run_dir=run_dir, hook=self.pm.hook, device=device, name=component.name,
             registry=registry, dist=self.dist,
         )
-        self.trainer.run_lock = lock
+        self.trainer._run_lock = weakref.ref(lock) if lock is not None else None
         self._register(self.trainer, f"trainer:{component.name}")
         if checkpoint is not None:
             self.trainer.load_checkpoint(checkpoint)

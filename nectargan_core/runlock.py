@@ -38,6 +38,7 @@ from typing import Any, Optional
 
 from .atomic import pid_alive
 from .errors import RunDirError
+from .filekind import NotRegularFile, open_regular
 
 LOCK_NAME = "run.lock"
 #: How long to retry a lock held by a process that is gone but whose forked children still hold it.
@@ -85,8 +86,11 @@ class RunLock:
         started = time.monotonic()
         while True:
             created = not path.exists()
-            try:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:  # never through a link (it could point outside the run), never a FIFO (it would block)
+                fd = open_regular(path, os.O_RDWR | os.O_CREAT, 0o644, follow_links=False)
+            except NotRegularFile as exc:
+                raise RunDirError(f"{path}: the run's lock file is {exc.strerror}, not a file; remove it (the next "
+                                  "run that takes this run directory makes a new one)") from None
             except OSError as exc:
                 raise RunDirError(f"{path}: cannot create the run's lock file: {exc.strerror}; "
                                   "check that the run directory is writable") from None
@@ -204,8 +208,8 @@ def is_held(run_dir: str | Path) -> Optional[bool]:
     """Whether some process holds ``run_dir``'s lock; None when the run has no lock file (older runs)."""
     path = Path(run_dir) / LOCK_NAME
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
+        fd = open_regular(path, follow_links=False)
+    except OSError:  # none, or not a lock file (a FIFO would block a plain open)
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -263,8 +267,9 @@ def in_use(run_dir: str | Path, holder: dict[str, Any]) -> RunInUseError:
 
 def read_holder(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        with os.fdopen(open_regular(path, follow_links=False), "rb") as handle:
+            data = json.loads(handle.read(4096))  # a record is under 100 bytes
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 

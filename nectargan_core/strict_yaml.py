@@ -26,6 +26,10 @@ from .text import printable
 
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
+#: The tags of YAML's core schema (and ``<<`` merges). PyYAML's safe loader also builds ``!!binary`` (bytes),
+#: ``!!set``, ``!!omap``, ``!!pairs`` and ``!!timestamp`` values, which a config never holds: given to a text
+#: key they became a Python repr (``b'hello'``, a set whose order changed from run to run).
+CORE_TAGS = {f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq", "merge")}
 
 
 class StrictYAMLError(yaml.MarkedYAMLError):
@@ -76,6 +80,12 @@ class StrictLoader(yaml.SafeLoader):
             if id(node) in seen_nodes:
                 continue
             seen_nodes.add(id(node))
+            if node.tag not in CORE_TAGS:
+                raise StrictYAMLError(
+                    problem=f"the tag {printable(node.tag.replace('tag:yaml.org,2002:', '!!'))}"
+                            f"{' at ' + path if path else ''} is not used in configs; write plain text, numbers, "
+                            "true/false, lists and mappings",
+                    problem_mark=node.start_mark)
             if isinstance(node, SequenceNode):
                 stack.extend(reversed([(child, f"{path}[{i}]") for i, child in enumerate(node.value)]))
             elif isinstance(node, MappingNode):

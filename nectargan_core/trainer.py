@@ -88,8 +88,9 @@ class Trainer:
         self.best_value: float | None = None
         self.stop_reason: str | None = None
         self.interrupted = False
-        #: This process's lock on the run directory (rank 0 of a run started by :class:`~nectargan_core.Run`).
-        self.run_lock: Any = None
+        # A weak reference to this process's lock on the run directory (rank 0 of a run started by
+        # nectargan_core.Run, which owns the lock: a Run dropped without close() lets go of the run at once).
+        self._run_lock: Any = None
         self.metrics_log = MetricsLog(run_dir.metrics_file, write=self.dist.is_main, guard=self._check_writer)
         self.last_checkpoint: Any = None
         self._interval: dict[str, torch.Tensor] = {}
@@ -337,8 +338,9 @@ class Trainer:
 
     def _check_writer(self) -> None:
         """Before each write into the run directory: this process still holds the run (see ``RunLock.ensure``)."""
-        if self.run_lock is not None:
-            self.run_lock.ensure()
+        lock = self._run_lock() if self._run_lock is not None else None
+        if lock is not None:
+            lock.ensure()
 
     def _guarded(self, body: Any) -> None:
         try:

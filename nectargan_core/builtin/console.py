@@ -27,6 +27,7 @@ from nectargan_core import hookimpl
 from nectargan_core.config import Section
 from nectargan_core.losskeys import readout
 from nectargan_core.metrics import read_metrics
+from nectargan_core.text import printable
 
 
 class ConsoleOptions(Section):
@@ -67,6 +68,7 @@ class ConsoleVisualizer:
         self._start_step = 0
 
     def _print(self, line: str) -> None:
+        line = printable(line)  # run names, paths and plugin texts may hold terminal escapes or newlines
         if self._progress is not None:
             self._progress.console.print(line, highlight=False, markup=False)
         else:

@@ -89,6 +89,11 @@ def main(argv: list[str] | None = None) -> None:
         if os.environ.get("RANK", "0") == "0":  # one line for a --nproc run too (every rank is stopped)
             click.echo("aborted", err=True)
         sys.exit(130)
+    except click.UsageError as error:  # one line, like every other error (click's own block is four)
+        where = error.ctx.command_path if error.ctx is not None else "nectargan"
+        message = " ".join(error.format_message().split()).rstrip(".")
+        click.echo(f"error: {printable(message)} (see: {printable(where)} --help)", err=True)
+        sys.exit(error.exit_code)
     except click.ClickException as error:
         error.show()
         sys.exit(error.exit_code)

@@ -205,3 +205,16 @@ def test_second_sigint_stops_at_once_without_damage(tmp_path):
     assert not [p for p in files if ".tmp-" in p.name]
     for checkpoint in (p for p in files if p.suffix == ".pt"):
         load_checkpoint(checkpoint)  # verified against its size and checksum
+
+
+@pytest.mark.parametrize("args, line", [
+    (["data", "synth", "out", "--size", "15"],
+     "error: Invalid value for '--size': 15 is less than 16 (see: nectargan data synth --help)"),
+    (["train", "--bogus"], "error: No such option '--bogus' (see: nectargan train --help)"),
+    (["nosuch"], "error: No such command 'nosuch' (see: nectargan --help)"),
+    (["data", "synth"], "error: Missing argument 'OUT_DIR' (see: nectargan data synth --help)"),
+])
+def test_a_usage_error_is_one_line_naming_the_help_to_read(tmp_path, args, line):
+    """click's own block is four lines (Usage, Try, a blank line, Error) and not prefixed `error:`."""
+    result = run_cli(*args, cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr == line + "\n" and result.stdout == "", result.stderr

@@ -183,3 +183,17 @@ def test_cli_validate_show_schema_init(cli, tmp_path):
     assert cli("config", "validate", str(starter)).returncode == 0
     again = cli("config", "init", "-o", str(starter))
     assert again.returncode == 2 and "already exists; use --force" in again.stderr
+
+
+@pytest.mark.parametrize("value, tag", [
+    ("!!binary aGVsbG8=", "!!binary"), ("!!set {a, b}", "!!set"), ("!!omap [a: 1]", "!!omap"),
+    ("!!timestamp 2001-12-14", "!!timestamp"), ("!!pairs [a: 1]", "!!pairs"), ("!local x", "!local"),
+])
+def test_a_yaml_tag_a_config_never_uses_is_refused_naming_it(tmp_path, value, tag):
+    """!!binary became the text "b'hello'" for a text key, and !!set a name whose order changed from run to run."""
+    path = tmp_path / "tagged.yaml"
+    path.write_text(f"trainer: toy\nrun:\n  name: {value}\n")
+    with pytest.raises(ConfigError) as info:
+        load_file(path)
+    assert str(info.value) == (f"{path}:3: invalid YAML: the tag {tag} at run.name is not used in configs; write "
+                               "plain text, numbers, true/false, lists and mappings")

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from nectargan_core.runlock import LOCK_NAME, RunInUseError, RunLock, is_held
+from nectargan_core.errors import RunDirError
+from nectargan_core.runlock import LOCK_NAME, RunInUseError, RunLock, is_held, read_holder
 
 HOLD_THEN_FORK = r"""
 import os, sys, time
@@ -96,3 +97,25 @@ def test_a_failed_resume_leaves_no_lock_file_it_made(tmp_path: Path) -> None:
     kept = RunLock.acquire(tmp_path)  # a run that did train keeps its record
     kept.release(undo=True)
     assert (tmp_path / LOCK_NAME).read_text().startswith(f'{{"pid": {os.getpid()}, "host": ')
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_a_lock_file_that_is_no_file_is_refused_in_one_line(tmp_path: Path, kind: str) -> None:
+    """A run.lock linked to a file outside the run got the holder's record written into that file; a FIFO
+    blocked the resume (and `nectargan runs`) forever."""
+    outside = tmp_path / "precious.txt"
+    outside.write_text("precious\n")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    lock_file = run_dir / "run.lock"
+    if kind == "symlink":
+        lock_file.symlink_to(outside)
+    else:
+        os.mkfifo(lock_file)
+    with pytest.raises(RunDirError) as info:
+        RunLock.acquire(run_dir)
+    what = "a symbolic link" if kind == "symlink" else "a FIFO"
+    assert str(info.value) == (f"{lock_file}: the run's lock file is {what}, not a file; remove it (the next run "
+                               "that takes this run directory makes a new one)")
+    assert outside.read_text() == "precious\n"
+    assert is_held(run_dir) is None and read_holder(lock_file) == {}

@@ -47,6 +47,19 @@ class DripHandler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class RedirectHandler(http.server.BaseHTTPRequestHandler):
+    """Answers every request with a redirect: to itself (``/loop``), or to ``file:///etc/passwd`` (``/file``)."""
+
+    def do_GET(self) -> None:  # noqa: N802 - the base class's naming
+        self.send_response(302)
+        self.send_header("Location", "file:///etc/passwd" if self.path.startswith("/file") else self.path)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format, *args):  # noqa: A002
+        pass
+
+
 @contextlib.contextmanager
 def serve(handler: type, **attributes: object) -> Iterator[str]:
     """Serve ``handler`` (with ``attributes`` set on a subclass) on a free loopback port; yield its base URL."""

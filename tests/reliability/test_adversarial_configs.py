@@ -362,7 +362,14 @@ def test_a_device_file_as_config_is_refused_without_reading_forever(tmp_path):
     link = tmp_path / "zero.yaml"
     link.symlink_to("/dev/zero")
     stderr = assert_cli_clean(link)
-    assert "larger than" in stderr
+    assert f"{link}: not a config file but a device;" in stderr
+
+
+def test_a_fifo_as_config_is_refused_without_waiting_for_a_writer(tmp_path):
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    stderr = assert_cli_clean(fifo)  # it waited forever for a writer
+    assert f"{fifo}: not a config file but a FIFO;" in stderr
 
 
 DUPLICATE_DEPTHS = [("loop",), ("loop", "epochs"), ("data", "val", "batch_size"), ("models", "generator", "name"),

@@ -24,7 +24,8 @@ from click.testing import CliRunner
 
 from fault_locations import one_error_line, run_nectargan
 from hostile_archives import HOSTILE, NOT_TAR, build, cve_2025_4517_chain, harmless, hostile_archive, member
-from local_servers import DripHandler, serve, serve_folder
+from local_servers import DripHandler, RedirectHandler, serve, serve_folder
+from support import run_cli
 from nectargan_pix2pix.data import DownloadError
 from nectargan_pix2pix.data.download import fetch, safe_extract
 from nectargan_pix2pix.data_cli import data_group
@@ -241,6 +242,18 @@ def test_a_server_dripping_bytes_is_stopped_at_the_deadline(tmp_path, where):
                     "--deadline SECONDS, or try again later")
     assert took < 20, took  # start-up of the CLI plus the deadline, not the 2000 s the server would take
     assert not dest.exists()
+
+
+@pytest.mark.parametrize("path, reason", [
+    ("loop", "HTTP 302 The HTTP server returned a redirect error that would lead to an infinite loop. The last "
+             "30x error message was: Found"),
+    ("file", "HTTP 302 Found - Redirection to url 'file:///etc/passwd' is not allowed"),
+])
+def test_a_redirect_loop_or_a_redirect_to_a_file_is_one_line(tmp_path, path, reason):
+    with serve(RedirectHandler) as base:
+        done = run_cli("data", "download", "facades", "--url", f"{base}/{path}", "--dest", str(tmp_path / "d"))
+    assert done.returncode == 1 and done.stderr == f"error: {base}/{path}: {reason}\n", done.stderr
+    assert not (tmp_path / "d").exists()
 
 
 def test_a_stalled_download_ends_without_waiting_for_the_deadline(tmp_path):

@@ -14,7 +14,7 @@ from typing import Optional
 import click
 
 from nectargan_core.limits import FRACTION_OPTION, IMAGE_SIDE_OPTION, SEED_OPTION, BoundedFloat, BoundedInt
-from nectargan_core.text import printable, printable_lines
+from nectargan_core.text import printable
 
 from .data.errors import DatasetError
 
@@ -177,7 +177,7 @@ def check(directory: Path, layout: str, quick: bool) -> None:
         click.echo(f"note: {len(oriented)} image(s) are stored turned, with an EXIF orientation; they are read "
                    f"upright, as image viewers show them (e.g. {path}: {describe_orientation(value)})", err=True)
     for problem in problems:
-        click.echo(printable_lines(problem))
+        click.echo(printable(problem))  # one problem, one line: a newline in a file name is shown escaped
     if problems:
         raise DatasetError(f"{directory}: {len(problems)} problem(s) found")
     checked = "headers read" if quick else "every image decoded"

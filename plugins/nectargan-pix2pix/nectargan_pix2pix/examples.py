@@ -9,6 +9,8 @@ from typing import Any
 import torch
 from torchvision.utils import make_grid, save_image
 
+from nectargan_core.atomic import atomic_write
+
 
 def as_rgb(images: torch.Tensor) -> torch.Tensor:
     """[-1, 1] images with 1, 3 or 4 channels -> [0, 1] RGB, so rows of mixed channels line up."""
@@ -27,9 +29,9 @@ def example_grid(inputs: torch.Tensor, outputs: torch.Tensor, targets: torch.Ten
 def save_grid(path: Path, inputs: torch.Tensor, outputs: torch.Tensor, targets: torch.Tensor) -> Path:
     """Write the grid as PNG via a temp file, so a reader never sees half an image."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    save_image(example_grid(inputs, outputs, targets), tmp)
-    tmp.replace(path)
+    grid = example_grid(inputs, outputs, targets)
+    # The shared atomic write: a failed write (full disk, ulimit -f) names the grid and leaves no temp file.
+    atomic_write(path, lambda handle: save_image(grid, handle, format="png"))
     return path
 
 

@@ -283,7 +283,8 @@ def fetch(url: str, target: Path, progress: Optional[Progress] = None, *, deadli
         except DownloadError:
             raise
         except urllib.error.HTTPError as exc:
-            raise DownloadError(f"{url}: HTTP {exc.code} {exc.reason}") from None
+            reason = " ".join(str(exc.reason).split())  # urllib's redirect-loop reason spans three lines
+            raise DownloadError(f"{url}: HTTP {exc.code} {reason}") from None
         except (OSError, http.client.HTTPException, ValueError) as exc:
             if watchdog.reason is not None:
                 raise DownloadError(f"{url}: download {watchdog.reason}") from None
