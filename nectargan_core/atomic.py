@@ -169,6 +169,27 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 @contextlib.contextmanager
+def new_folder(path: Path) -> Iterator[Path]:
+    """Make ``path`` (and missing parents) for a command's outputs; after a failure, remove again the folders
+    this made that are still empty, so that a command that wrote nothing leaves nothing (not an empty folder)."""
+    missing = []
+    folder = Path(path)
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    Path(path).mkdir(parents=True, exist_ok=True)
+    try:
+        yield Path(path)
+    except BaseException:
+        for made in missing:  # deepest first; one that holds something stays, with its parents
+            try:
+                made.rmdir()
+            except OSError:
+                break
+        raise
+
+
+@contextlib.contextmanager
 def staging(target: Path) -> Iterator[Path]:
     """A new, empty temp folder ``.NAME.tmp-PID`` beside ``target``, to build it in.
 

@@ -48,7 +48,8 @@ from .strict_yaml import StrictDumper, dump_yaml_text, load_yaml
 from .text import printable
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".toml", ".json")
-DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+MAX_DEVICE_INDEX = 127
+DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:[0-9]+)?)$")
 
 
 class Section(BaseModel):
@@ -100,8 +101,10 @@ class RunSection(Section):
     @field_validator("device")
     @classmethod
     def _device(cls, value: str) -> str:
-        if not DEVICE_PATTERN.match(value):
-            raise ValueError("must be auto, cpu, cuda, cuda:N or mps")
+        match = DEVICE_PATTERN.match(value)
+        index = value.partition(":")[2]
+        if not match or (index and int(index) > MAX_DEVICE_INDEX):  # torch keeps a device number in 8 bits
+            raise ValueError(f"must be auto, cpu, cuda, cuda:N (N from 0 to {MAX_DEVICE_INDEX}) or mps")
         return value
 
     @field_validator("name")

@@ -19,6 +19,7 @@ passed in ``plugins``: installed plugins never fire in runs that do not use them
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import weakref
 from pathlib import Path
@@ -157,9 +158,15 @@ class Run:
         path, lock = None, None
         if dist.is_main:  # one run directory for all processes
             run_dir = RunDir.create(resolved.run.output_dir, resolved.run.name)
-            lock = RunLock.acquire(run_dir.path)
-            atomic_write_text(run_dir.config_file, dump_yaml(resolved.to_dict()))
-            record_launch(run_dir, dist)
+            try:
+                lock = RunLock.acquire(run_dir.path)
+                atomic_write_text(run_dir.config_file, dump_yaml(resolved.to_dict()))
+                record_launch(run_dir, dist)
+            except BaseException:  # a full disk, a file size limit: the new folder holds nothing of use yet
+                if lock is not None:
+                    lock.release()
+                shutil.rmtree(run_dir.path, ignore_errors=True)
+                raise
             path = str(run_dir.path)
         run_dir = RunDir(Path(dist.broadcast(path)))
         try:
@@ -290,6 +297,7 @@ def check_before_run_dir(config: CoreConfig, host: PluginHost) -> None:
     if config.trainer is None:
         names = ", ".join(host.registry.names("trainer")) or "none installed"
         raise ConfigError(f"trainer: no trainer chosen; set 'trainer' in the config or use --trainer (installed: {names})")
+    resolve_device(config.run.device)  # an unavailable device (cuda on a machine without one) is one line, no run dir
     registry = host.registry.pinned(pins_for(config))  # bare names resolve as the config recorded them
     trainer_cls = registry.get("trainer", config.trainer, key="trainer").load()
     check = getattr(trainer_cls, "check_config", None)

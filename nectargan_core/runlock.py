@@ -155,8 +155,11 @@ class RunLock:
         if self._fd is None:
             return
         data = (json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}) + "\n").encode()
-        os.pwrite(self._fd, data, 0)
-        os.ftruncate(self._fd, len(data))
+        try:
+            os.pwrite(self._fd, data, 0)
+            os.ftruncate(self._fd, len(data))
+        except OSError as exc:  # a full disk or a file size limit: name the file, as every other write does
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from None
         self.recorded = True
 
     def release(self, *, undo: bool = False) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..atomic import atomic_write
+from ..atomic import atomic_write, new_folder
 from ..errors import RunDirError
 from ..text import printable
 from .history import History, Series, moving_average
@@ -51,11 +51,11 @@ def write_plots(plots: list[Plot], out_dir: Path) -> list[Path]:
     """Write each plot as ``out_dir/<name>.png`` (atomically: a viewer never sees half a file)."""
     written = []
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for plot in plots:
-            path = out_dir / f"{plot.name}.png"
-            atomic_write(path, lambda handle, png=plot.png: handle.write(png))
-            written.append(path)
+        with new_folder(out_dir):
+            for plot in plots:
+                path = out_dir / f"{plot.name}.png"
+                atomic_write(path, lambda handle, png=plot.png: handle.write(png))
+                written.append(path)
     except OSError as exc:
         raise RunDirError(f"{out_dir}: cannot write plots there ({exc.strerror}); choose a folder with -o") from None
     return written

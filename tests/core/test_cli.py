@@ -218,3 +218,18 @@ def test_a_usage_error_is_one_line_naming_the_help_to_read(tmp_path, args, line)
     """click's own block is four lines (Usage, Try, a blank line, Error) and not prefixed `error:`."""
     result = run_cli(*args, cwd=tmp_path)
     assert result.returncode == 2 and result.stderr == line + "\n" and result.stdout == "", result.stderr
+
+
+@pytest.mark.parametrize("device, message", [
+    ("cuda:99999999999999999999", "error: defaults: run.device: must be auto, cpu, cuda, cuda:N (N from 0 to 127) or "
+                                  "mps"),
+    pytest.param("cuda", "error: run.device: 'cuda' requested but CUDA is not available; use run.device=cpu",
+                 marks=pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has CUDA")),
+])
+def test_a_device_that_cannot_be_used_is_one_line_before_a_run_directory_exists(tmp_path, device, message):
+    """cuda:99999999999999999999 validated, then train died in torch.device with a traceback; an unavailable
+    device left a run directory that `nectargan runs` listed as unknown."""
+    result = run_cli("train", "--trainer", "toy", "--set", f"run.device={device}", "--set", "run.output_dir=runs",
+                     cwd=tmp_path)
+    assert result.returncode in (1, 2) and result.stderr.strip().splitlines() == [message], result.stderr
+    assert not (tmp_path / "runs").exists()

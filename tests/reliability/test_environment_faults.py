@@ -26,7 +26,7 @@ import pytest
 import torch
 from PIL import Image
 
-from fault_locations import KINDS, make_location, one_error_line, release, run_nectargan, snapshot
+from fault_locations import KINDS, Location, make_location, one_error_line, release, run_nectargan, snapshot
 from kill_points import TINY, tiny_pix2pix_run
 from nectargan_core import Run
 from nectargan_core.checkpoint import load_checkpoint
@@ -129,6 +129,24 @@ def test_config_init_creates_missing_folders(tmp_path):
     under_a_file = tmp_path / "a" / "b" / "run.yaml" / "x.yaml"
     line = one_error_line(run_nectargan("config", "init", "-o", under_a_file))
     assert line == f"error: cannot write the config: {target}: exists and is not a folder; choose another path"
+
+
+@pytest.mark.parametrize("command", ["predict", "plot", "train"])
+def test_a_command_that_wrote_nothing_leaves_no_new_folder(run_dir, tmp_path, command):
+    """Under a 16-byte file size limit predict and plot left their new (empty) output folder, and a new train
+    its run directory (checkpoints/ and run.lock), and train named no file (the lock's record was the write)."""
+    limit = Location("size limit", tmp_path, fsize=16)
+    image = run_dir.parent.parent.parent / "data" / "test" / "00010.png"
+    args = {"predict": ("predict", run_dir, image, "-o", tmp_path / "new" / "out"),
+            "plot": ("plot", run_dir, "-o", tmp_path / "new" / "plots"),
+            "train": ("train", "--trainer", "toy", "--set", "run.device=cpu", "--set", "visualizers=[]",
+                      "--set", f"run.output_dir={tmp_path / 'new'}", "--set", "run.name=fresh")}[command]
+    line = one_error_line(run_nectargan(*args, location=limit, cwd=tmp_path))
+    assert line.startswith(f"error: {tmp_path / 'new'}/") and "File too large" in line, line
+    left = [p for p in (tmp_path / "new").rglob("*")] if (tmp_path / "new").exists() else []
+    assert not [p for p in left if p.is_file()] and not (tmp_path / "new" / "fresh" / "version_0").exists(), left
+    if command != "train":  # train's output_dir and run name folders are made by RunDir.create, kept when empty
+        assert not (tmp_path / "new").exists()
 
 
 # -- crafted checkpoints --------------------------------------------------------------------------------

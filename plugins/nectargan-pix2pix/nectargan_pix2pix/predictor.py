@@ -21,7 +21,7 @@ from typing import Iterator, Optional, Sequence
 
 import torch
 
-from nectargan_core.atomic import atomic_write_text
+from nectargan_core.atomic import atomic_write_text, new_folder
 
 from .data.augment import normalise
 from .data.decode import read_image, to_channels
@@ -92,7 +92,7 @@ def predict_jobs(target: str | Path, jobs: list[Job], out_dir: Path, *, which: s
     pending: deque[Future[Path]] = deque()
     written: list[Path] = []
     background = model_device.type != "cpu"
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="nectargan-png") as writer, \
+    with new_folder(Path(out_dir)), ThreadPoolExecutor(max_workers=1, thread_name_prefix="nectargan-png") as writer, \
             torch.inference_mode():
         for group in groups:
             images = [to_channels(read_image(job.source), in_channels) for job in group]
@@ -112,8 +112,8 @@ def predict_jobs(target: str | Path, jobs: list[Job], out_dir: Path, *, which: s
             while len(pending) > 2 * batch_size:
                 written.append(pending.popleft().result())
         written.extend(future.result() for future in pending)
-    report = PredictReport(generator, Path(out_dir), sizing, written)
-    write_record(report)
+        report = PredictReport(generator, Path(out_dir), sizing, written)
+        write_record(report)
     return report
 
 
