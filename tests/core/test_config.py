@@ -62,7 +62,7 @@ BAD = [
     ({"loop": {"epochs": "many"}}, "defaults: loop.epochs: must be an integer (got \"many\"); write a whole number without quotes or decimal point"),
     ({"loop": {"epochz": 3}}, "defaults: loop.epochz: unknown key; did you mean 'epochs'? allowed keys: epochs, log_every_steps, max_steps, nonfinite, val_every_epochs, val_every_steps"),
     ({"lop": {}}, "defaults: lop: unknown key; did you mean 'loop'?"),
-    ({"run": {"device": "gpu"}}, "defaults: run.device: must be auto, cpu, cuda, cuda:N or mps"),
+    ({"run": {"device": "gpu"}}, "defaults: run.device: must be auto, cpu, cuda, cuda:N (N from 0 to 127) or mps"),
     ({"run": {"name": "a/b"}}, "defaults: run.name: must be a plain name without path separators"),
     ({"checkpoint": {"best_mode": "up"}}, "defaults: checkpoint.best_mode: String should match pattern '^(min|max)$' (got 'up')"),
     ({"trainer": "toyy"}, "defaults: trainer: unknown trainer 'toyy' (did you mean 'toy'?); available: "),
