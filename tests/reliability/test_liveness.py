@@ -59,6 +59,20 @@ def finish(launcher: subprocess.Popen, ranks: dict[int, int]) -> None:
         launcher.communicate()
 
 
+def wait_for_the_end(launcher: subprocess.Popen, ranks: dict[int, int]) -> tuple[str, float, list[int]]:
+    """After a rank stopped answering: the launcher's stderr, the seconds it took to end, and the ranks left."""
+    began = time.monotonic()
+    try:
+        _, stderr = launcher.communicate(timeout=TIMEOUT_S + MARGIN_S + 60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the run did not end after a rank stopped answering")
+    took = time.monotonic() - began
+    gone = time.monotonic() + 5
+    while any(alive(pid) for pid in ranks.values()) and time.monotonic() < gone:
+        time.sleep(0.1)
+    return stderr, took, [rank for rank, pid in ranks.items() if alive(pid)]
+
+
 def state(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/stat") as handle:
@@ -79,16 +93,7 @@ def stop_one_rank(tmp_path: Path, stopped: int, where: str) -> None:
         while state(ranks[stopped]) != "T":
             assert time.monotonic() < deadline and launcher.poll() is None, "the rank did not stop itself"
             time.sleep(0.05)
-        began = time.monotonic()
-        try:
-            _, stderr = launcher.communicate(timeout=TIMEOUT_S + MARGIN_S + 60)
-        except subprocess.TimeoutExpired:
-            pytest.fail("the run did not end after a rank stopped answering")
-        took = time.monotonic() - began
-        gone = time.monotonic() + 5
-        while any(alive(pid) for pid in ranks.values()) and time.monotonic() < gone:
-            time.sleep(0.1)
-        left = [rank for rank, pid in ranks.items() if alive(pid)]
+        stderr, took, left = wait_for_the_end(launcher, ranks)
     finally:
         finish(launcher, ranks)
     assert launcher.returncode == 1, stderr
@@ -151,14 +156,7 @@ def test_a_pix2pix_rank_stopped_before_a_forward_pass_ends_the_run_naming_it(tmp
     ranks = rank_pids(launcher.pid)
     try:
         assert sorted(ranks) == [0, 1]
-        try:
-            _, stderr = launcher.communicate(timeout=TIMEOUT_S + MARGIN_S + 60)
-        except subprocess.TimeoutExpired:
-            pytest.fail("the run did not end after a rank stopped answering")
-        gone = time.monotonic() + 5
-        while any(alive(pid) for pid in ranks.values()) and time.monotonic() < gone:
-            time.sleep(0.1)
-        left = [rank for rank, pid in ranks.items() if alive(pid)]
+        stderr, _, left = wait_for_the_end(launcher, ranks)
     finally:
         finish(launcher, ranks)
     assert launcher.returncode == 1 and not left, stderr
