@@ -172,21 +172,32 @@ def atomic_write_text(path: Path, text: str) -> None:
 def new_folder(path: Path) -> Iterator[Path]:
     """Make ``path`` (and missing parents) for a command's outputs; after a failure, remove again the folders
     this made that are still empty, so that a command that wrote nothing leaves nothing (not an empty folder)."""
+    missing = missing_folders(path)
+    Path(path).mkdir(parents=True, exist_ok=True)
+    try:
+        yield Path(path)
+    except BaseException:
+        remove_if_empty(missing)
+        raise
+
+
+def missing_folders(path: Path) -> list[Path]:
+    """``path`` and those of its parents that do not exist yet, deepest first (what a ``mkdir -p`` would make)."""
     missing = []
     folder = Path(path)
     while not folder.exists() and folder != folder.parent:
         missing.append(folder)
         folder = folder.parent
-    Path(path).mkdir(parents=True, exist_ok=True)
-    try:
-        yield Path(path)
-    except BaseException:
-        for made in missing:  # deepest first; one that holds something stays, with its parents
-            try:
-                made.rmdir()
-            except OSError:
-                break
-        raise
+    return missing
+
+
+def remove_if_empty(folders: list[Path]) -> None:
+    """Remove ``folders`` (deepest first, as :func:`missing_folders` lists them) while they are empty."""
+    for made in folders:  # one that holds something stays, with its parents
+        try:
+            made.rmdir()
+        except OSError:
+            break
 
 
 @contextlib.contextmanager

@@ -29,7 +29,7 @@ import pluggy
 import torch
 
 from . import hookspecs
-from .atomic import atomic_write_text
+from .atomic import atomic_write_text, missing_folders, remove_if_empty
 from .checkpoint import load_checkpoint
 from .config import CoreConfig, dump_yaml, load_config, load_file
 from .device import resolve_device, seed_everything, set_deterministic
@@ -157,6 +157,7 @@ class Run:
         dist = Distributed.from_environment(resolved.distributed, resolved.run.device)
         path, lock = None, None
         if dist.is_main:  # one run directory for all processes
+            made = missing_folders(Path(resolved.run.output_dir) / resolved.run.name)
             run_dir = RunDir.create(resolved.run.output_dir, resolved.run.name)
             try:
                 lock = RunLock.acquire(run_dir.path)
@@ -166,6 +167,7 @@ class Run:
                 if lock is not None:
                     lock.release()
                 shutil.rmtree(run_dir.path, ignore_errors=True)
+                remove_if_empty(made)  # and the output folders it made for it
                 raise
             path = str(run_dir.path)
         run_dir = RunDir(Path(dist.broadcast(path)))
