@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable, Optional
 
+from nectargan_core.filekind import kind_of
 from nectargan_core.atomic import commit_folder, describe_os_error, staging
 
 from .errors import DownloadError
@@ -144,10 +145,7 @@ def local_archive(source: str) -> Optional[Path]:
     except OSError as exc:
         raise DownloadError(f"{path}: cannot be read: {exc.strerror or exc}") from None
     if not stat.S_ISREG(mode):
-        what = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
-                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
-                else "not a regular file")
-        raise DownloadError(f"{path}: is {what}, not an archive file; give the path of a .tar, .tar.gz, .tar.bz2 "
+        raise DownloadError(f"{path}: is {kind_of(mode)}, not an archive file; give the path of a .tar, .tar.gz, .tar.bz2 "
                             "or .tar.xz file")
     return path
 

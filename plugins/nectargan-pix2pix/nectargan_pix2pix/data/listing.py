@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Optional
 
+from nectargan_core.filekind import kind_of
+
 from .errors import DatasetError
 
 IMAGE_EXTENSIONS: tuple[str, ...] = (".bmp", ".jpeg", ".jpg", ".png", ".tif", ".tiff", ".webp")
@@ -63,10 +65,7 @@ def not_image_files(folder: Path) -> list[str]:
             continue
         if stat.S_ISREG(mode):
             continue
-        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
-                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
-        problems.append(f"{path}: not an image file but {kind}; move it out of {folder} or rename it")
+        problems.append(f"{path}: not an image file but {kind_of(mode)}; move it out of {folder} or rename it")
     return problems
 
 
