@@ -28,6 +28,7 @@ methods are no-ops, so trainers need no special cases.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import datetime
 import json
@@ -292,6 +293,11 @@ class Distributed:
             self._control(lambda: dist.barrier(group=self.control))
 
 
+def _store_timeout(interval: float) -> float:
+    """How long one heartbeat write may wait for the store."""
+    return max(2.0, 2 * interval)
+
+
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
@@ -303,7 +309,11 @@ class Liveness:
 
     A daemon thread of each rank writes ``{beat, step, pid, host}`` under its
     rank every ``interval`` seconds (a tenth of ``timeout_s``, between 0.2 and
-    5 s), on a connection of its own. A process that is stopped (SIGSTOP, a
+    5 s), on a connection of its own. The thread is stopped and joined before
+    the interpreter finalizes (:meth:`stop`, also registered with ``atexit``):
+    CPython ends a daemon thread that is still inside a C++ call by unwinding
+    it, which aborts the process ("terminate called without an active
+    exception", SIGABRT) after a run that had finished. A process that is stopped (SIGSTOP, a
     frozen machine) or dead stops beating; one whose main thread hangs keeps
     beating at the same step. :meth:`diagnose` reads every rank's heartbeat
     twice, ``2.5 * interval`` apart, and says which of them did not move.
@@ -328,17 +338,22 @@ class Liveness:
         interval = min(5.0, max(0.2, timeout_s / 10))
         try:
             store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
-                                  timeout=datetime.timedelta(seconds=max(2.0, 2 * interval)),
+                                  timeout=datetime.timedelta(seconds=_store_timeout(interval)),
                                   wait_for_workers=False)
         except (KeyError, ValueError, RuntimeError):
             return None  # no store to beat in: a hang is still bounded, just not named
         liveness = cls(store, rank, world, prefix, interval)
         liveness._publish(0)
         liveness._thread.start()
+        atexit.register(liveness.stop)
         return liveness
 
     def stop(self) -> None:
+        """Stop beating and wait until the thread is out of the store (at most one store timeout)."""
         self._stop.set()
+        atexit.unregister(self.stop)
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(_store_timeout(self.interval) + 1.0)
 
     def _key(self, rank: int) -> str:
         return f"{self.prefix}/{rank}"

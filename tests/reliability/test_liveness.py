@@ -20,6 +20,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -207,3 +208,35 @@ def test_timeouts_that_cannot_work_are_refused_at_config_time(tmp_path: Path, va
     result = run_cli("config", "validate", str(config), "--set", f"distributed.timeout_s={value}")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"error: {config}: {message}"]
+
+
+HEARTBEAT_AT_EXIT = """
+import os, sys, time
+import torch.distributed as dist
+from nectargan_core.distributed import Liveness
+master = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(master.port))
+liveness = Liveness.start(0, 2, "test/alive", timeout_s=2)
+assert liveness is not None
+liveness.interval = 0  # write without pause: the thread is almost always inside the store call
+time.sleep(0.2)
+if sys.argv[1] == "stop":
+    liveness.stop()
+    assert not liveness._thread.is_alive()
+elif sys.argv[1] == "raise":
+    raise SystemExit(3)
+"""
+
+
+@pytest.mark.parametrize("how", ["stop", "exit", "raise"])
+def test_the_heartbeat_never_aborts_the_process_at_exit(tmp_path: Path, how: str) -> None:
+    """A daemon thread still in a C++ store call when the interpreter finalizes is unwound by CPython,
+    and the process dies with SIGABRT ("terminate called without an active exception") after a run
+    that had finished (it failed CI once). Whether the run closes the heartbeat (stop), simply exits
+    (exit), or exits on an error without closing it (raise), the process ends with its own code."""
+    codes = {"stop": 0, "exit": 0, "raise": 3}
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", HEARTBEAT_AT_EXIT, how], capture_output=True, text=True,
+                              timeout=60)
+        assert "terminate called" not in done.stderr
+        assert done.returncode == codes[how], done.stderr
