@@ -621,9 +621,18 @@ def _validate_sections(
     try:
         config = model.model_validate({**absent, **data}, context={"registry": registry})
     except ValidationError as exc:
-        raise ConfigError("\n".join(f"{source}: {line}" for line in describe_errors(exc, model))) from None
+        raise ConfigError("\n".join(f"{origin_of(line, source, origins)}: {line}"
+                                     for line in describe_errors(exc, model))) from None
     check_capabilities(config, registry, source, origins)  # e.g. loop.nonfinite: skip needs a trainer that can skip
     return config
+
+
+def origin_of(line: str, source: str, origins: Mapping[str, str] | None) -> str:
+    """Where the value an error ``line`` (``key.path: problem``) is about came from: the last ``--set``
+    (``origins`` is in the order they apply) of that key or of a section above it, else ``source``."""
+    key = line.split(": ", 1)[0]
+    found = [text for k, text in (origins or {}).items() if key == k or key.startswith(f"{k}.")]
+    return found[-1] if found else source
 
 
 def describe_errors(exc: ValidationError, model: type[BaseModel], prefix: str = "") -> list[str]:
@@ -867,7 +876,11 @@ def load_config(
         raise ConfigError(f"{label}: {problem}")
     overrides = list(overrides)
     data = apply_overrides(data, overrides)
-    origins = {o.partition("=")[0].strip(): f"--set {o.strip()}" for o in overrides}  # the last one wins
+    origins: dict[str, str] = {}
+    for override in overrides:  # in the order they apply: a key set again moves to the end
+        key = override.partition("=")[0].strip()
+        origins.pop(key, None)
+        origins[key] = f"--set {override.strip()}"
     return validate_config(data, registry, source=label, origins=origins)
 
 

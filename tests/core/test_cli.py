@@ -81,7 +81,7 @@ def test_train_two_epochs_then_resume(tmp_path):
 
 @pytest.mark.parametrize("args,message,code", [
     (["train", "-c", "missing.yaml"], "error: missing.yaml: config file not found", 2),
-    (["train", "--set", "loop.epochs=0"], "error: defaults: loop.epochs: Input should be greater than 0 (got 0)", 2),
+    (["train", "--set", "loop.epochs=0"], "error: --set loop.epochs=0: loop.epochs: Input should be greater than 0 (got 0)", 2),
     (["train"], "error: trainer: no trainer chosen; set 'trainer' in the config or use --trainer (installed: ", 2),
     (["train", "--trainer", "toyy"], "error: defaults: trainer: unknown trainer 'toyy' (did you mean 'toy'?); available: ", 2),
     (["train", "--resume", "nowhere"], "error: nowhere: run directory not found", 1),
@@ -221,7 +221,7 @@ def test_a_usage_error_is_one_line_naming_the_help_to_read(tmp_path, args, line)
 
 
 @pytest.mark.parametrize("device, message", [
-    ("cuda:99999999999999999999", "error: defaults: run.device: must be auto, cpu, cuda, cuda:N (N from 0 to 127) or "
+    ("cuda:99999999999999999999", "error: --set run.device=cuda:99999999999999999999: run.device: must be auto, cpu, cuda, cuda:N (N from 0 to 127) or "
                                   "mps"),
     pytest.param("cuda", "error: run.device: 'cuda' requested but CUDA is not available; use run.device=cpu",
                  marks=pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has CUDA")),

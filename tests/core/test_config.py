@@ -96,6 +96,24 @@ def test_every_error_is_reported_on_its_own_line(registry):
     assert {line.split(":")[1].strip() for line in lines} == {"loop.epochs", "loop.log_every_steps", "run.seed"}
 
 
+@pytest.mark.parametrize("overrides,expected", [
+    (["loop.epochs=0"], ["--set loop.epochs=0: loop.epochs"]),
+    # the last override of a key or of a section above it is the one that set the value
+    (["loop.epochs=-1", 'loop={"epochs": 0}'], ['--set loop={"epochs": 0}: loop.epochs']),
+    (['loop={"epochs": 0}', "loop.epochs=-2"], ["--set loop.epochs=-2: loop.epochs"]),
+    (["loop.epochs=-1", "run.name=x", "loop.epochs=-3"], ["--set loop.epochs=-3: loop.epochs"]),
+    (["run.seed=-1"], ["config.yaml: loop.epochs", "--set run.seed=-1: run.seed"]),
+])
+def test_each_error_line_names_where_its_value_came_from(overrides, expected, tmp_path, registry):
+    """A value set by ``--set`` is named as that override; the others as the file (or the defaults)."""
+    path = tmp_path / "config.yaml"
+    path.write_text("loop:\n  epochs: 0\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path if "config.yaml: loop.epochs" in expected else None, overrides, registry)
+    lines = [line.removeprefix(f"{path.parent}/").rsplit(":", 1)[0] for line in str(info.value).splitlines()]
+    assert sorted(lines) == sorted(expected)
+
+
 @pytest.mark.parametrize("text,suffix,message", [
     ("run:\n  name: [unclosed\n", ".yaml", ":3: invalid YAML"),
     ('{"run": }', ".json", ":1: invalid JSON"),

@@ -296,7 +296,7 @@ def test_plain_torchrun_runs_the_same_command(tmp_path: Path) -> None:
 @pytest.mark.parametrize("args, message", [
     (("-c", "missing.yaml"), "error: missing.yaml: config file not found"),
     (("--trainer", "toy", "--set", "distributed.backend=mpi"),
-     "error: defaults: distributed.backend: String should match pattern '^(auto|gloo|nccl)$' (got 'mpi')"),
+     "error: --set distributed.backend=mpi: distributed.backend: String should match pattern '^(auto|gloo|nccl)$' (got 'mpi')"),
     (("--resume", "nowhere"), "error: nowhere: run directory not found"),
     (("--trainer", "pix2pix", "--set", "data.root=."),  # the trainer's own check: no train/ split here
      "error: train: split folder does not exist (found: no folders)"),
