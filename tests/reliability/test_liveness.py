@@ -207,7 +207,7 @@ def test_timeouts_that_cannot_work_are_refused_at_config_time(tmp_path: Path, va
     config.write_text("trainer: toy\n")
     result = run_cli("config", "validate", str(config), "--set", f"distributed.timeout_s={value}")
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [f"error: {config}: {message}"]
+    assert result.stderr.strip().splitlines() == [f"error: --set distributed.timeout_s={value}: {message}"]
 
 
 HEARTBEAT_AT_EXIT = """
