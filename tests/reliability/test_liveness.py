@@ -219,6 +219,17 @@ os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(master.port))
 liveness = Liveness.start(0, 2, "test/alive", timeout_s=2)
 assert liveness is not None
 liveness.interval = 0  # write without pause: the thread is almost always inside the store call
+
+
+class SlowTeardown:
+    """Deleted as the interpreter finalizes; sleeping there (without the GIL) lets the heartbeat come out
+    of its store call at the moment CPython ends such threads: the abort becomes certain, not likely."""
+
+    def __del__(self, sleep=time.sleep):
+        sleep(0.5)
+
+
+slow_teardown = SlowTeardown()
 time.sleep(0.2)
 if sys.argv[1] == "stop":
     liveness.stop()
