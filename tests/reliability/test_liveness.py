@@ -222,9 +222,8 @@ liveness.interval = 0  # write without pause: the thread is almost always inside
 
 
 class SlowTeardown:
-    """Deleted as the interpreter finalizes; sleeping there (without the GIL) lets the heartbeat come out
-    of its store call at the moment CPython ends such threads: the abort becomes certain, not likely."""
-
+    # Deleted as the interpreter finalizes; sleeping there (without the GIL) lets the heartbeat come out
+    # of its store call at the moment CPython ends such threads: the abort becomes certain, not likely.
     def __del__(self, sleep=time.sleep):
         sleep(0.5)
 
