@@ -41,6 +41,7 @@ from .capabilities import check_capabilities
 from .errors import ConfigError, PluginError
 from .filekind import NotRegularFile, open_regular
 from .limits import MAX_CONFIG_BYTES, MAX_INT, MIN_INT, Seed, Threads, check_data, check_name
+from .metric_direction import direction
 from .provenance import KEY as PROVENANCE_KEY
 from .provenance import PartRecord, validate_recorded
 from .registry import Registry
@@ -137,7 +138,20 @@ class CheckpointSection(Section):
     keep_last: int = Field(3, description="How many periodic checkpoints to keep", ge=1)
     save_last: bool = Field(True, description="Always save when training ends")
     best_metric: Optional[str] = Field(None, description="Validation metric that selects best.pt (e.g. val/psnr)")
-    best_mode: str = Field("min", description="min or max: which way best_metric improves", pattern="^(min|max)$")
+    best_mode: str = Field("auto", pattern="^(auto|min|max)$",
+                           description="Which way best_metric improves: min, max, or auto (from the metric's name: "
+                                       "psnr/ssim higher, l1/mse/loss lower)")
+
+    @model_validator(mode="after")
+    def _direction_known(self) -> "CheckpointSection":
+        if self.best_metric is not None:
+            _at_key("best_metric", _direction_of, self.best_metric, self.best_mode, "checkpoint.best_mode")
+        return self
+
+    @property
+    def best_direction(self) -> str:
+        """``min`` or ``max`` for ``best_metric`` (``best_mode`` with ``auto`` resolved)."""
+        return direction(self.best_metric or "", self.best_mode) if self.best_metric else "min"
 
 
 #: The longest distributed.timeout_s: a week (a rank silent for longer is not coming back).
@@ -292,6 +306,14 @@ def _at_key(key: str, check: Any, *args: Any) -> None:
         check(*args)
     except ValueError as exc:
         raise PydanticCustomError(KEYED_ERROR, "{key}: {message}", {"key": key, "message": str(exc)}) from None
+
+
+def _direction_of(metric: str, mode: str, mode_key: str) -> None:
+    """Refuse ``mode: auto`` for a metric whose name does not say which way it improves."""
+    try:
+        direction(metric, mode)
+    except ValueError as exc:
+        raise ValueError(f"{exc}; set {mode_key}: min or max") from None
 
 
 def _null_hint(field: Any) -> str:

@@ -24,6 +24,7 @@ from .device import rng_state, seed_everything, set_rng_state
 from .distributed import Distributed
 from .errors import CheckpointError, NectarGANError, PluginError, TrainingError
 from .kit import kits_of
+from .metric_direction import improved
 from .metrics import MetricsLog
 from .runlock import RunLostError
 from .rundir import RunDir
@@ -231,7 +232,7 @@ class Trainer:
         if checkpoint.every_steps:
             saves += f" and every {checkpoint.every_steps} steps"
         if checkpoint.best_metric:
-            saves += f", best.pt by {checkpoint.best_metric} ({checkpoint.best_mode})"
+            saves += f", best.pt by {checkpoint.best_metric} ({checkpoint.best_direction})"
         device = str(self.device)
         if self.device.type == "cpu":
             device += f" ({torch.get_num_threads()} threads)"
@@ -675,11 +676,7 @@ class Trainer:
             return
         if math.isnan(value):
             return
-        better = (
-            self.best_value is None
-            or (value < self.best_value if self.config.checkpoint.best_mode == "min" else value > self.best_value)
-        )
-        if better:
+        if improved(value, self.best_value, key, self.config.checkpoint.best_direction):
             self.best_value = value
             self.save_checkpoint(self.run_dir.best_checkpoint)
 

@@ -9,6 +9,7 @@ from typing import Any, Iterator, Mapping
 from ..atomic import pid_alive
 from ..config import parse_file
 from ..errors import ConfigError, RunDirError
+from ..metric_direction import direction
 from ..rundir import VERSION_PATTERN, RunDir, iter_runs
 from ..runlock import is_held
 from .history import History, as_int
@@ -110,7 +111,11 @@ def summarize(run: RunDir, history: History | None = None, config: Mapping[str, 
     loop = config.get("loop")
     loop = loop if isinstance(loop, dict) else {}
     best_metric = as_text(checkpoint.get("best_metric"))
-    best_mode = "max" if checkpoint.get("best_mode") == "max" else "min"
+    try:  # a config that validated knows its direction; a damaged one reads as min, the old default
+        best_mode = direction(best_metric or "", str(checkpoint.get("best_mode", "auto")))
+    except ValueError:
+        best_mode = "min"
+    best_mode = best_mode if best_mode in ("min", "max") else "min"
     epochs = [as_int(r.get("epoch"), -1) + 1 for r in history.of("epoch")]
     steps = [as_int(r.get("step")) for r in history.of("train")]
     version = VERSION_PATTERN.match(run.path.name)

@@ -105,12 +105,14 @@ def test_resume_gives_the_same_weights_and_examples(tmp_path, synth, stop):
 def test_validation_metrics_best_checkpoint_and_lr_schedule(tmp_path, synth):
     cfg = config(tmp_path, synth, loop={"epochs": 3},
                  optim={"lr_schedule": {"name": "pix2pix_linear", "n_epochs": 1, "n_epochs_decay": 2}},
-                 checkpoint={"best_metric": "val/psnr", "best_mode": "max"})
+                 checkpoint={"best_metric": "val/psnr"})  # best_mode auto: PSNR is better higher
     run = Run.create(cfg).fit()
     val = run.metrics("val")
     assert [sorted(r["metrics"]) for r in val] == [["l1", "psnr", "ssim"]] * 3
     assert all(0 < r["metrics"]["ssim"] <= 1 and r["metrics"]["psnr"] > 0 for r in val)
-    assert run.run_dir.best_checkpoint.is_file()
+    psnr = [r["metrics"]["psnr"] for r in val]
+    best = load_checkpoint(run.run_dir.best_checkpoint)
+    assert best["epoch"] == psnr.index(max(psnr)) + 1 and best["loop"]["best_value"] == pytest.approx(max(psnr))
     # reference rule: lr = base * (1 - max(0, epoch + 1 - n_epochs) / (n_epochs_decay + 1)), stepped per epoch
     lrs = [r["lr"]["opt_g"] for r in run.metrics("epoch")]
     # (the epoch record shows the LR used during that epoch; the scheduler steps after it)
@@ -179,6 +181,22 @@ def test_early_stopping(tmp_path, synth):
     assert run.trainer.epochs_done == 2
     status = run.status()
     assert status["status"] == "finished" and status["reason"].startswith("early stopping: val/psnr")
+
+
+@pytest.mark.parametrize("metric, values, bad", [
+    ("l1", [0.5, 0.4, 0.3], 0),  # auto: lower L1 is better, so each one improves
+    ("psnr", [20.0, 19.0, 18.0], 2),  # auto: higher PSNR is better, so none after the first improves
+])
+def test_early_stopping_takes_the_direction_from_the_metric(metric, values, bad):
+    from nectargan_pix2pix.options import ValidationSection
+    from nectargan_pix2pix.trainer import EarlyStopping
+
+    section = ValidationSection(early_stop_metric=metric)
+    assert section.early_stop_mode == "auto"
+    stopping = EarlyStopping()
+    for value in values:
+        stopping.update(value, metric, section.early_stop_mode, section.early_stop_min_delta)
+    assert stopping.bad == bad
 
 
 def test_gradient_clipping_bounds_each_network(tmp_path, synth, monkeypatch):

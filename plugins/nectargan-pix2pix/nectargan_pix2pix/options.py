@@ -102,7 +102,8 @@ class ValidationSection(Section):
                           "test behaviour (dropout on, batch statistics; BN running statistics are left untouched)")
     max_batches: Optional[int] = Field(None, ge=1, description="Validate on at most N batches (null: all)")
     early_stop_metric: Optional[str] = Field(None, description="Stop when this metric (e.g. psnr) stops improving")
-    early_stop_mode: Literal["min", "max"] = Field("max", description="Which way early_stop_metric improves")
+    early_stop_mode: Literal["auto", "min", "max"] = Field(
+        "auto", description="Which way early_stop_metric improves: min, max, or auto (l1 lower, psnr/ssim higher)")
     early_stop_patience: int = Field(10, ge=1, description="Validations without improvement before stopping")
     early_stop_min_delta: float = Field(0.0, ge=0, description="Smallest change that counts as improvement")
 

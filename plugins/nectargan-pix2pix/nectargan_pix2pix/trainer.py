@@ -33,6 +33,7 @@ from torch.utils.data import DataLoader
 from nectargan_core import ResumableSampler, Trainer, TrainerKit, hookimpl, optimizer_step
 from nectargan_core.errors import ConfigError
 from nectargan_core.generators import GeneratorSpec
+from nectargan_core.metric_direction import improved
 from nectargan_losses.manager import LossManager
 from nectargan_losses.schedules import Pix2PixLinear, build_schedule, lr_scheduler, refresh_lr
 
@@ -125,10 +126,8 @@ class EarlyStopping:
         self.best: float | None = None
         self.bad = 0
 
-    def update(self, value: float, mode: str, min_delta: float) -> None:
-        improved = self.best is None or (
-            value < self.best - min_delta if mode == "min" else value > self.best + min_delta)
-        if improved:
+    def update(self, value: float, metric: str, mode: str, min_delta: float) -> None:
+        if improved(value, self.best, metric, mode, min_delta):
             self.best, self.bad = value, 0
         else:
             self.bad += 1
@@ -381,7 +380,7 @@ class Pix2pixTrainer(Trainer):
         metrics = accumulator.compute()
         if cfg.early_stop_metric is not None:
             key = cfg.early_stop_metric.removeprefix("val/")
-            self.early_stopping.update(metrics[key], cfg.early_stop_mode, cfg.early_stop_min_delta)
+            self.early_stopping.update(metrics[key], key, cfg.early_stop_mode, cfg.early_stop_min_delta)
             if self.early_stopping.bad >= cfg.early_stop_patience:
                 self.request_stop(f"early stopping: val/{key} did not improve for {cfg.early_stop_patience} "
                                   f"validations (best {self.early_stopping.best:.4g})")
