@@ -94,6 +94,7 @@ class Trainer:
         self._run_lock: Any = None
         self.metrics_log = MetricsLog(run_dir.metrics_file, write=self.dist.is_main, guard=self._check_writer)
         self.last_checkpoint: Any = None
+        self.records_dropped = 0  # set by a resume: metrics records logged after its checkpoint
         self._interval: dict[str, torch.Tensor] = {}
         self._interval_steps = 0
         self._epoch_sums: dict[str, float] = {}
@@ -820,7 +821,8 @@ class Trainer:
         self.hook.on_load_checkpoint(trainer=self, checkpoint=checkpoint)
         # Once everything loaded: the log loses the records written after this checkpoint, then the parts
         # drop theirs (on_resume's contract: metrics.jsonl is already cut back).
-        self.metrics_log.truncate_to(int(loop.get("metrics_records", 0)))
+        #: records a killed run logged after this checkpoint, dropped now (the console says its lines are superseded)
+        self.records_dropped = self.metrics_log.truncate_to(int(loop.get("metrics_records", 0)))
         self.hook.on_resume(trainer=self, checkpoint=checkpoint, step=self.global_step)
         return checkpoint
 

@@ -9,10 +9,11 @@ stopped early or was interrupted, and where. Epochs are counted from 1
 everywhere. It reads only the records the engine has already brought to the
 host, so it adds no device synchronisation.
 
-After a resume it says where the run restarts, and prints the same lines an
-uninterrupted run would have printed from there (``every_logs`` counts the
-records kept in ``metrics.jsonl``); lines a killed run printed for later steps
-are superseded by the ones that follow.
+After a resume it prints the same lines an uninterrupted run would have
+printed from there (``every_logs`` counts the records kept in
+``metrics.jsonl``); when a killed run had logged steps after its checkpoint,
+it says where the run restarts and that the lines printed for those steps are
+superseded by the ones that follow.
 """
 
 from __future__ import annotations
@@ -125,8 +126,8 @@ class ConsoleVisualizer:
     def on_resume(self, trainer: Any, step: int) -> None:
         # The records this run already logged: the next line printed is the one an uninterrupted run prints next.
         self._logs = sum(1 for _ in read_metrics(trainer.run_dir.metrics_file, "train"))
-        if trainer.finished:
-            return  # nothing will be trained (``nectargan train`` says so): no "resuming" line
+        if trainer.finished or not getattr(trainer, "records_dropped", 0):
+            return  # nothing trained, or nothing printed past the checkpoint: ``nectargan train`` says where
         self._print(f"resuming '{trainer.name}' at {trainer.position_text()}: "
                     "lines printed before the stop for later steps are superseded")
 

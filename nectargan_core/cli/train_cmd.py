@@ -134,9 +134,11 @@ def train_command(config_file: str | None, preset: str | None, overrides: tuple[
     if not say:
         return
     if received:
+        # The console has said where it stopped; this line adds the file and the command.
+        saved = trainer_state.last_checkpoint
         click.echo(
-            f"interrupted at {trainer_state.position_text()}; checkpoint saved. "
-            f"Resume with: nectargan train --resume {printable(run.dir)}", err=True)
+            (f"interrupted: checkpoint saved as {printable(saved)}" if saved else "interrupted")
+            + f"; resume with: nectargan train --resume {printable(run.dir)}", err=True)
         sys.exit(EXIT_CODES.get(received[0], 1))
     if trainer_state.stop_reason is not None:
         click.echo(f"stopped early at {trainer_state.position_text()} ({trainer_state.stop_reason}); "

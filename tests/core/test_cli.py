@@ -110,6 +110,9 @@ def test_resume_falls_back_to_previous_good_checkpoint(tmp_path):
     assert result.returncode == 0, result.stderr
     assert f"warning: skipping bad checkpoint: {newest}: truncated or corrupt checkpoint" in result.stderr
     assert f"resuming {run_dir} at end of epoch 1/3 (step 2)" in result.stderr
+    # the records of steps 3-4 were dropped with the bad checkpoint: the lines printed for them are superseded
+    assert ("resuming 'toy' at end of epoch 1/3 (step 2): lines printed before the stop for later steps are "
+            "superseded\n") in result.stdout
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -129,12 +132,16 @@ def test_signal_stops_gracefully_with_a_checkpoint(tmp_path, sig, code):
     run_dir = metrics.parent
     status = json.loads((run_dir / "status.json").read_text())
     assert status["status"] == "interrupted"
-    assert err.strip().splitlines()[-1].endswith(f"checkpoint saved. Resume with: nectargan train --resume {run_dir}")
     latest = sorted((run_dir / "checkpoints").glob("epoch*.pt"))[-1]
     assert latest.name.endswith(f"step{status['step']:08d}.pt")
+    assert err.strip().splitlines()[-1] == (f"interrupted: checkpoint saved as {latest}; resume with: nectargan "
+                                            f"train --resume {run_dir}")
     resumed = run_cli("train", "--resume", str(run_dir), "--set", f"loop.max_steps={status['step'] + 2}")
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads((run_dir / "status.json").read_text())["step"] == status["step"] + 2
+    # The stop saved where it was: one "resuming" line, no note about superseded lines (that is for a kill).
+    said = [line for line in resumed.stderr.splitlines() + resumed.stdout.splitlines() if "resuming" in line]
+    assert len(said) == 1 and said[0].startswith(f"resuming {run_dir} at ") and "superseded" not in said[0], said
 
 
 WORKERS_SCRIPT = """

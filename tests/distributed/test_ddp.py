@@ -241,7 +241,7 @@ def test_ctrl_c_stops_every_rank_after_the_same_step_with_a_checkpoint(tmp_path:
         if launcher.poll() is None:
             launcher.kill()
     assert launcher.returncode == 130, stderr
-    assert "Resume with: nectargan train --resume" in stderr
+    assert "; resume with: nectargan train --resume" in stderr
     status = json.loads((version / "status.json").read_text())
     assert status["status"] == "interrupted"
     last = load_checkpoint(tmp_path / status["checkpoint"])

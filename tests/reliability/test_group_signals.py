@@ -83,8 +83,10 @@ def stop_with_group_signal(tmp_path: Path, data: Path, name: str, step: int, wor
     announced = [line for line in stderr.splitlines() if "received: stopping after the current step" in line]
     assert announced == [f"{name} received: stopping after the current step and saving a checkpoint "
                          "(press Ctrl-C again to stop at once)"], f"{case}\n{stderr}"
-    assert stderr.strip().splitlines()[-1].endswith(f"checkpoint saved. Resume with: nectargan train --resume "
-                                                    f"{Path('runs/run/version_0')}"), f"{case}\n{stderr}"
+    last = stderr.strip().splitlines()[-1]
+    assert re.fullmatch(rf"interrupted: checkpoint saved as {re.escape(str(Path('runs/run/version_0/checkpoints')))}"
+                        rf"/epoch\d{{4}}-step\d{{8}}\.pt; resume with: nectargan train --resume "
+                        rf"{re.escape(str(Path('runs/run/version_0')))}", last), f"{case}\n{stderr}"
     status = json.loads((run_dir / "status.json").read_text())
     assert status["status"] == "interrupted" and status["reason"] == name, status
     assert status["step"] >= step
