@@ -77,10 +77,17 @@ class MetricsLog:
 
 
 def read_metrics(path: str | Path, kind: str | None = None) -> Iterator[dict[str, Any]]:
-    """Records from a metrics log, skipping an incomplete last line; optionally of one ``kind``."""
+    """Records from a metrics log, skipping an incomplete last line; optionally of one ``kind``.
+
+    A log not written yet (its folder exists: a run that has not logged) has no
+    records; a path whose folder does not exist raises ``FileNotFoundError``
+    (a mistyped run directory must not read as an empty run).
+    """
     try:
         handle = open(path, encoding="utf-8")
     except FileNotFoundError:
+        if not Path(path).parent.is_dir():
+            raise FileNotFoundError(f"{path}: no such folder; give the metrics.jsonl of a run directory") from None
         return
     with handle:
         for line in handle:

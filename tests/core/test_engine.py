@@ -129,6 +129,12 @@ def test_fit_epoch_one_at_a_time_and_metrics_api(tmp_path):
     assert list(read_metrics(run.run_dir.metrics_file, "val"))[0]["metrics"].keys() == {"mse"}
 
 
+def test_read_metrics_of_a_run_not_logged_yet_is_empty_but_a_wrong_folder_is_an_error(tmp_path):
+    assert list(read_metrics(tmp_path / "metrics.jsonl")) == []  # the folder exists: nothing logged yet
+    with pytest.raises(FileNotFoundError, match="version_9/metrics.jsonl: no such folder"):
+        list(read_metrics(tmp_path / "runs/run/version_9/metrics.jsonl"))
+
+
 def test_api_plugin_object_can_replace_the_step(tmp_path):
     seen = []
 
