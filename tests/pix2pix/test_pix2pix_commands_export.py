@@ -88,7 +88,7 @@ def test_without_onnxruntime_parity_is_reported_as_not_checked(onnx_export, mode
     parity = onnx_parity(model, onnx_export.path, [batch(2, 32, 48)], 1e-4)
     assert parity.passed is None
     assert parity.describe() == ("parity not checked: onnxruntime is not installed "
-                                 "(pip install 'nectargan-pix2pix[onnx]')")
+                                 "(pip install onnx onnxscript onnxruntime)")
 
 
 def test_a_difference_above_the_tolerance_fails_and_the_sidecar_says_so(trained_run, tmp_path, monkeypatch):
@@ -104,8 +104,8 @@ def test_sizes_the_generator_cannot_take_are_refused(trained_run, tmp_path):
         export_generator(trained_run.path, fmt="torchscript", size=(40, 32), output=tmp_path / "g.pt")
 
 
-def test_onnx_without_its_packages_names_the_extra(trained_run, monkeypatch):
+def test_onnx_without_its_packages_names_the_packages_to_install(trained_run, monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxscript" else real(name, *a))
-    with pytest.raises(NectarGANError, match=r"pip install 'nectargan-pix2pix\[onnx\]'"):
+    with pytest.raises(NectarGANError, match=r"needs the onnx and onnxscript packages: pip install onnx onnxscript onnxruntime$"):
         export_generator(trained_run.path, fmt="onnx")
