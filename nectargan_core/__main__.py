@@ -1,6 +1,8 @@
 """``python -m nectargan_core`` runs the CLI (used under torchrun)."""
 
 from .cli.main import main
+from .launch import recording_exit_code
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    with recording_exit_code():
+        main()

@@ -16,11 +16,14 @@ import contextlib
 import dataclasses
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import uuid
-from typing import Any, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Iterator, Optional, Sequence
 
 from .errors import NectarGANError
 
@@ -31,6 +34,57 @@ ERROR_KEY = "nectargan_error"
 #: The environment variable naming the signals torch's agent handles itself.
 SIGNALS_ENV = "TORCHELASTIC_SIGNALS_TO_HANDLE"
 AGENT_SIGNALS = "SIGHUP,SIGQUIT"
+#: The folder in which rank 0 of each attempt leaves its exit code (``exit-<attempt>``) for the launcher.
+EXIT_CODE_DIR_ENV = "NECTARGAN_EXIT_CODE_DIR"
+RUNNING = "running"
+
+
+@contextlib.contextmanager
+def recording_exit_code() -> Iterator[None]:
+    """In rank 0 of a ``--nproc`` run: leave this process's exit code where the launcher reads it.
+
+    The launcher's own view (a signal it got, a rank's non-zero exit) cannot
+    tell a run that finished before a late Ctrl-C, or one that every rank
+    stopped gracefully because one rank got SIGTERM, from a failure: rank 0
+    knows. ``running`` is written first, so a rank 0 that dies without a word
+    leaves no stale code of an earlier attempt.
+    """
+    folder = os.environ.get(EXIT_CODE_DIR_ENV)
+    if not folder or os.environ.get("RANK", "0") != "0":
+        yield
+        return
+    path = Path(folder) / f"exit-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
+    _write_quietly(path, RUNNING)
+    code: Any = 1
+    try:
+        yield
+        code = 0
+    except SystemExit as done:
+        code = done.code
+        raise
+    finally:
+        code = 0 if code is None else code if isinstance(code, int) else 1
+        _write_quietly(path, str(code))
+
+
+def _write_quietly(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError:
+        pass
+
+
+def rank0_exit_code(folder: Path) -> Optional[int]:
+    """The exit code rank 0 of the last attempt recorded, or None (it is still running, or died without one)."""
+    attempts = sorted(folder.glob("exit-*"), key=lambda p: int(p.name.partition("-")[2] or 0)
+                      if p.name.partition("-")[2].isdigit() else -1)
+    if not attempts:
+        return None
+    try:
+        text = attempts[-1].read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return int(text) if text.lstrip("-").isdigit() else None
 
 
 def record_for_launcher(line: str) -> None:
@@ -109,12 +163,15 @@ def stop_signals_forwarded(signal_exception: type) -> Iterator[list[int]]:
     if threading.current_thread() is not threading.main_thread():  # no signals here: torch's own handling
         yield received
         return
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, handler)
     try:
         yield received
     finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+        # The ranks are gone and the outcome is decided: a late signal must not change the exit code
+        # (the launcher exits within moments).
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
 
 
 def worker_pids() -> list[int]:
@@ -143,8 +200,11 @@ def worker_pids() -> list[int]:
 def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> int:
     """Run ``python -m nectargan_core <worker_args>`` in ``nproc`` processes; the exit code to use.
 
-    Returns 0 when every worker finished, 130/143 when the launcher was
-    interrupted; raises :class:`LaunchError` naming the first failed rank.
+    Returns rank 0's exit code when it recorded one that settles the run: 0
+    when the run finished (a signal that arrived after that, or a rank that
+    died after that, changes nothing), 130/143 when the run was stopped by a
+    signal to the launcher or to any rank. Otherwise 130/143 for a signal to
+    the launcher; raises :class:`LaunchError` naming the first failed rank.
     """
     from torch.distributed.elastic.multiprocessing.api import DefaultLogsSpecs
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -172,6 +232,8 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
     else:
         os.environ[SIGNALS_ENV] = AGENT_SIGNALS
     config = LaunchConfig(**options)
+    codes = Path(tempfile.mkdtemp(prefix="nectargan-launch-"))
+    os.environ[EXIT_CODE_DIR_ENV] = str(codes)
     received: list[int] = []
     try:
         with stop_signals_forwarded(SignalException) as received:
@@ -179,6 +241,13 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
     except ChildFailedError as exc:
         rank, failure = min(exc.failures.items(), key=lambda item: item[1].timestamp)
         more = len(exc.failures) - 1
+        ended = rank0_exit_code(codes)
+        if ended in (130, 143):  # a signal to one rank stopped every rank gracefully: an interruption
+            return ended
+        if ended == 0 and rank != 0:  # rank 0 had finished the run, and said so
+            print(f"warning: rank {rank} (pid {failure.pid}) ended with {describe_exit(failure.exitcode)} after the "
+                  "run had finished; its results are complete", file=sys.stderr)
+            return 0
         own = failure.error_file_data.get(ERROR_KEY) if isinstance(failure.error_file_data, dict) else None
         why = own.removeprefix(f"rank {rank}: ") if isinstance(own, str) and own else describe_exit(failure.exitcode)
         raise LaunchError(
@@ -187,7 +256,13 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
             + "; the other processes were stopped (see the rank's error above); checkpoints already written "
             f"are kept: continue with nectargan train --resume RUN_DIR --nproc {nproc}") from None
     except SignalException as exc:
+        ended = rank0_exit_code(codes)
+        if ended is not None:  # rank 0 ended first (finished: 0; stopped by this signal: 130/143)
+            return ended
         if signal.SIGINT in received[1:]:  # a later Ctrl-C stopped the ranks at once, as it does one process
             return 130
         return {signal.SIGINT: 130, signal.SIGTERM: 143}.get(exc.sigval, 128 + int(exc.sigval))
+    finally:
+        os.environ.pop(EXIT_CODE_DIR_ENV, None)
+        shutil.rmtree(codes, ignore_errors=True)
     return 0

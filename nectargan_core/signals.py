@@ -87,6 +87,18 @@ def graceful_stop(trainer: Any) -> Iterator[list[str]]:
             signal.signal(sig, signal.SIG_IGN if received else old)
 
 
+def settle() -> None:
+    """Ignore SIGINT/SIGTERM from now on: the run has ended and everything is saved, the process is only exiting.
+
+    A Ctrl-C in those last moments (or the one a ``--nproc`` launcher passes on
+    after the run finished) raised KeyboardInterrupt inside the interpreter's
+    exit callbacks: tracebacks and exit 130 for a run that had finished.
+    """
+    if threading.current_thread() is threading.main_thread():
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+
+
 class _ArrivalOrder:
     """The stop signals in the order they arrived, from Python's wakeup file descriptor.
 

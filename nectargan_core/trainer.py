@@ -267,9 +267,13 @@ class Trainer:
     @property
     def finished(self) -> bool:
         """Whether the loop is done: ``loop.epochs`` trained, ``loop.max_steps`` reached, or a stop requested."""
+        return self.stop_reason is not None or self.trained_all
+
+    @property
+    def trained_all(self) -> bool:
+        """Whether everything the loop asks for is trained (``loop.epochs``, or ``loop.max_steps`` reached),
+        however the run stopped: a stop that lands on the last step leaves nothing to resume."""
         loop = self.config.loop
-        if self.stop_reason is not None:
-            return True
         if loop.max_steps is not None and self.global_step >= loop.max_steps:
             return True
         return self.epochs_done >= loop.epochs
@@ -326,10 +330,15 @@ class Trainer:
         if self.dist.enabled:
             request = self._stop_request
             if self.dist.any_true(request is not None):
-                requests = [r for r in self.dist.gather(request) if r is not None]
+                gathered = self.dist.gather(request)
+                requests = [r for r in gathered if r is not None]
                 own = request or requests[0]
                 self.stop_reason = self.stop_reason or own[0]
                 self.interrupted = self.interrupted or any(r[1] for r in requests)
+                if self.is_main and request is None and own[1]:  # rank 0 announces a signal it did not get
+                    rank = next(i for i, r in enumerate(gathered) if r is not None)
+                    print(f"rank {rank} received {own[0]}: every process stops after this step and saves a "
+                          "checkpoint", file=sys.stderr, flush=True)
         return self.stop_reason is not None
 
     def write_status(self, status: str, **fields: Any) -> None:
@@ -448,9 +457,10 @@ class Trainer:
         self._finished = True
         if self.config.checkpoint.save_last or self.stop_reason is not None:
             self.save_checkpoint()
-        status = "interrupted" if self.interrupted else "finished"
+        cut_short = self.interrupted and not self.trained_all  # a stop on the last step ends a finished run
         self.write_status(
-            status, epoch=self.epochs_done, step=self.global_step, reason=self.stop_reason,
+            "interrupted" if cut_short else "finished", epoch=self.epochs_done, step=self.global_step,
+            reason=None if self.interrupted and not cut_short else self.stop_reason,
             checkpoint=str(self.last_checkpoint) if self.last_checkpoint else None,
         )
         self.hook.on_train_end(trainer=self)

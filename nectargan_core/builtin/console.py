@@ -193,9 +193,10 @@ def ending(trainer: Any) -> str:
     (step 25)``, or ``stopped early at end of epoch 3/10 (step 60): <reason>``."""
     loop = trainer.config.loop
     where = trainer.position_text()
-    if trainer.interrupted:
+    trained_all = getattr(trainer, "trained_all", False)  # a stop on the last step ends a finished run
+    if trainer.interrupted and not trained_all:
         return f"interrupted at {where}"
-    if trainer.stop_reason is not None:
+    if trainer.stop_reason is not None and not trainer.interrupted:
         return f"stopped early at {where}: {trainer.stop_reason}"
     if loop.max_steps is not None and trainer.global_step >= loop.max_steps and trainer.epochs_done < loop.epochs:
         return f"done: loop.max_steps={loop.max_steps} reached at {where}"

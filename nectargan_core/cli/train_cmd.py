@@ -62,7 +62,7 @@ def train_command(config_file: str | None, preset: str | None, overrides: tuple[
       nectargan train -c run.yaml --nproc 2
     """
     from ..run import Run
-    from ..signals import EXIT_CODES, graceful_stop
+    from ..signals import EXIT_CODES, graceful_stop, settle
 
     if resume is None and checkpoint is not None:
         raise ConfigError("--checkpoint needs --resume RUN_DIR")
@@ -116,31 +116,38 @@ def train_command(config_file: str | None, preset: str | None, overrides: tuple[
         say = run.trainer.is_main
         if say:
             click.echo(f"run directory: {printable(run.dir)}" + _processes(run), err=True)
+    world = run.trainer.dist.world_size
+    resume_command = f"nectargan train --resume {printable(run.dir)}" + (f" --nproc {world}" if world > 1 else "")
     try:
         with graceful_stop(run.trainer) as received:
             run.fit()
     except KeyboardInterrupt:  # a second Ctrl-C: stopped inside a step, status.json says interrupted
+        settle()
         if say:
             last = run.run_dir.latest_checkpoint()
-            saved = (f"the last checkpoint is {printable(last)}; resume with: nectargan train --resume "
-                     f"{printable(run.dir)}") if last else "no checkpoint was written"
+            saved = (f"the last checkpoint is {printable(last)}; resume with: {resume_command}" if last
+                     else "no checkpoint was written")
             click.echo(f"stopped at once after {run.trainer.position_text()}; the step in progress was not "
                        f"saved; {saved}", err=True)
         sys.exit(130)
+    settle()  # the run has ended and is saved: a late signal must not turn this exit into a traceback
     run.close()  # only after a normal end: after a failure the process just exits
     trainer_state = run.trainer
-    if received and not say:
-        sys.exit(EXIT_CODES.get(received[0], 1))
+    # The signal that stopped the run, here or in another process of it (each process ends the same way).
+    stopped_by = received[0] if received else (
+        trainer_state.stop_reason if trainer_state.interrupted and trainer_state.stop_reason in EXIT_CODES else None)
+    cut_short = stopped_by is not None and not trainer_state.trained_all
     if not say:
+        if cut_short:
+            sys.exit(EXIT_CODES[stopped_by])
         return
-    if received:
+    if cut_short:
         # The console has said where it stopped; this line adds the file and the command.
         saved = trainer_state.last_checkpoint
-        click.echo(
-            (f"interrupted: checkpoint saved as {printable(saved)}" if saved else "interrupted")
-            + f"; resume with: nectargan train --resume {printable(run.dir)}", err=True)
-        sys.exit(EXIT_CODES.get(received[0], 1))
-    if trainer_state.stop_reason is not None:
+        click.echo((f"interrupted: checkpoint saved as {printable(saved)}" if saved else "interrupted")
+                   + f"; resume with: {resume_command}", err=True)
+        sys.exit(EXIT_CODES[stopped_by])
+    if trainer_state.stop_reason is not None and stopped_by is None:
         click.echo(f"stopped early at {trainer_state.position_text()} ({trainer_state.stop_reason}); "
                    f"results in {printable(run.dir)}", err=True)
         return

@@ -31,6 +31,14 @@ class ToySection(Section):
     stop_where: Literal["before_backward", "after_update"] = Field(
         "after_update", description="With stop_at_step: before the gradient all-reduce (the others wait in the data "
                                     "plane) or after the update (they wait in the control group)")
+    signal_at_step: Optional[int] = Field(
+        None, description="Send signal_name in this global step (after the update), from signal_rank to signal_to")
+    signal_at_exit: bool = Field(
+        False, description="Send signal_name as signal_rank's interpreter exits (after the run ended)")
+    signal_name: Literal["SIGINT", "SIGTERM"] = Field("SIGTERM", description="The signal to send")
+    signal_rank: int = Field(0, ge=0, description="The rank that sends it")
+    signal_to: Literal["self", "launcher"] = Field(
+        "self", description="To this process, or to the --nproc launcher (NECTARGAN_LAUNCHER_PID)")
     model: ModelChoice = Field(default_factory=ModelChoice, validate_default=True)
     loss: LossChoice = Field(default_factory=LossChoice, validate_default=True)
 

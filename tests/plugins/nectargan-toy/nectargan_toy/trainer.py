@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import time
@@ -35,6 +36,8 @@ class ToyTrainer(Trainer):
         self.loss = self.build("loss", cfg.loss)
         self.optimizer = self.track("optimizer", torch.optim.SGD(self.model.parameters(), lr=cfg.lr, momentum=0.9))
         self.model_train = self.parallel(self.model)  # DDP in a distributed run, the model itself otherwise
+        if cfg.signal_at_exit and cfg.signal_rank == self.dist.rank:
+            atexit.register(self._send_signal)  # runs after the CLI has ended the run, as the interpreter exits
 
     def train_dataloader(self):
         cfg = self.config.toy
@@ -61,7 +64,16 @@ class ToyTrainer(Trainer):
         if self.config.loop.nonfinite == "stop" or torch.isfinite(loss):
             self.optimizer.step()
         self._maybe_stop("after_update")
+        if cfg.signal_at_step == self.global_step + 1 and cfg.signal_rank == self.dist.rank:
+            self._send_signal()
         return {"loss": loss.detach(), "noise": torch.rand(())}
+
+    def _send_signal(self) -> None:
+        """A signal as a terminal, docker stop or a scheduler sends it, at a chosen moment (signal tests)."""
+        cfg = self.config.toy
+        pid = os.getpid() if cfg.signal_to == "self" else int(os.environ["NECTARGAN_LAUNCHER_PID"])
+        os.kill(pid, getattr(signal, cfg.signal_name))
+        time.sleep(0.2)  # let it arrive (and, sent to the launcher, be passed on) before going on
 
     def _maybe_stop(self, where: str) -> None:
         """Hang like a frozen process: SIGSTOP this rank at the configured step and point."""
