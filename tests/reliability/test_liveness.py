@@ -250,3 +250,18 @@ def test_the_heartbeat_never_aborts_the_process_at_exit(tmp_path: Path, how: str
                               timeout=60)
         assert "terminate called" not in done.stderr
         assert done.returncode == codes[how], done.stderr
+
+
+def test_a_rank_alive_but_slower_than_the_timeout_is_named_as_a_possible_cause(tmp_path: Path) -> None:
+    """Both ranks beat at the same step, so no rank can be named as stopped: the line says that a rank may have
+    been slower than distributed.timeout_s (it said "another rank probably failed", and none had)."""
+    settings = ("run.device=cpu", "visualizers=[]", "loop.epochs=2", "distributed.timeout_s=1",
+                "toy.sleep_at_step=3", "toy.sleep_rank=1", "toy.sleep_s=6")
+    done = run_cli("train", "--trainer", "toy", *(a for s in settings for a in ("--set", s)), "--nproc", "2",
+                   cwd=tmp_path, timeout=180)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "or took longer than distributed.timeout_s=1 s to get here: raise it if a step, validation, a " \
+           "checkpoint or starting DataLoader workers can take that long" in last, done.stderr
+    assert json.loads((tmp_path / "runs/run/version_0/status.json").read_text())["status"] == "failed"

@@ -31,6 +31,11 @@ class ToySection(Section):
     stop_where: Literal["before_backward", "after_update"] = Field(
         "after_update", description="With stop_at_step: before the gradient all-reduce (the others wait in the data "
                                     "plane) or after the update (they wait in the control group)")
+    sleep_at_step: Optional[int] = Field(
+        None, description="Sleep sleep_s in this global step, before the forward pass, in sleep_rank only (a rank "
+                          "that is alive but slower than distributed.timeout_s)")
+    sleep_rank: int = Field(1, ge=0, description="With sleep_at_step: the rank that sleeps")
+    sleep_s: float = Field(0.0, ge=0, description="With sleep_at_step: how long")
     signal_at_step: Optional[int] = Field(
         None, description="Send signal_name in this global step (after the update), from signal_rank to signal_to")
     signal_at_exit: bool = Field(

@@ -53,6 +53,8 @@ class ToyTrainer(Trainer):
             raise RuntimeError(f"toy failure at step {cfg.fail_at_step}")
         if cfg.step_sleep:
             time.sleep(cfg.step_sleep)
+        if cfg.sleep_at_step == self.global_step + 1 and cfg.sleep_rank == self.dist.rank:
+            time.sleep(cfg.sleep_s)
         x, y = (t.to(self.device) for t in batch)
         loss = self.loss(self.model_train(x), y)
         if cfg.nan_at_step is not None and self.global_step + 1 == cfg.nan_at_step:
