@@ -64,7 +64,7 @@ BAD = [
     ({"lop": {}}, "defaults: lop: unknown key; did you mean 'loop'?"),
     ({"run": {"device": "gpu"}}, "defaults: run.device: must be auto, cpu, cuda, cuda:N (N from 0 to 127) or mps"),
     ({"run": {"name": "a/b"}}, "defaults: run.name: must be a plain name without path separators"),
-    ({"checkpoint": {"best_mode": "up"}}, "defaults: checkpoint.best_mode: String should match pattern '^(min|max)$' (got 'up')"),
+    ({"checkpoint": {"best_mode": "up"}}, "defaults: checkpoint.best_mode: String should match pattern '^(auto|min|max)$' (got 'up')"),
     ({"trainer": "toyy"}, "defaults: trainer: unknown trainer 'toyy' (did you mean 'toy'?); available: "),
     ({"trainer": 3}, "defaults: trainer: must be a trainer name (got 3)"),
     ({"visualizers": ["consol"]}, "defaults: visualizers: unknown visualizer 'consol' (did you mean 'console'?)"),
@@ -181,7 +181,8 @@ def test_cli_validate_show_schema_init(cli, tmp_path):
     assert result.stderr.splitlines() == [
         f"error: {bad}: loop.epochs: Input should be greater than 0 (got 0)",
         f"error: {bad}: toy.lrr: unknown key; did you mean 'lr'? allowed keys: batch_size, fail_at_step, "
-        "fail_first_attempt_only, fail_rank, loss, lr, model, nan_at_step, samples, step_sleep, stop_at_step, "
+        "fail_first_attempt_only, fail_rank, loss, lr, model, nan_at_step, samples, signal_at_exit, signal_at_step, "
+        "signal_name, signal_rank, signal_to, sleep_at_step, sleep_rank, sleep_s, step_sleep, stop_at_step, "
         "stop_rank, stop_where, val_samples",
     ]
 

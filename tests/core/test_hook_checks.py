@@ -234,7 +234,7 @@ def test_train_refuses_a_bad_visualizer_before_creating_a_run_directory(site, cl
               cwd=tmp_path)
     assert ran.returncode == 2
     errors = [line for line in ran.stderr.splitlines() if line.startswith("error:")]
-    assert errors == ["error: defaults: visualizers: visualizer 'checked' comes from nectargan-checked 0.1 (plugin "
+    assert errors == ["error: --set visualizers=[checked]: visualizers: visualizer 'checked' comes from nectargan-checked 0.1 (plugin "
                       "'checked'), which failed to load: visualizer 'checked' (viz_mod.py:4): on_log(recrod): argument "
                       "'recrod' is not in the spec on_log(trainer, record); did you mean 'record'?; fix or reinstall "
                       "it (see 'nectargan plugins list')"]

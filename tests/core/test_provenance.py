@@ -242,7 +242,7 @@ def test_a_refusal_is_kept_beside_the_other_errors(rich, tmp_path):
     with pytest.raises(ConfigError) as raised:
         Run.resume(run.dir, overrides=["loop.epochs=0"], host=rich("s"))
     lines = str(raised.value).splitlines()
-    assert "config: loop.epochs: Input should be greater than 0 (got 0)" in lines
+    assert "--set loop.epochs=0: loop.epochs: Input should be greater than 0 (got 0)" in lines  # named by its --set
     assert sum(line.startswith("config: toy.loss: loss 'tp_tv': this config used nectargan-tpr 1.0.0") for line in
                lines) == 1
 
