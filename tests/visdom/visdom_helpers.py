@@ -66,9 +66,14 @@ class VisdomServer:
             return False
 
     def stop(self) -> None:
+        """End the server (SIGTERM; SIGKILL when a stalled machine keeps it from going within 10 s)."""
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
-            self.process.wait(10)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(30)
         self.process = None
 
     def log_text(self) -> str:
