@@ -151,7 +151,7 @@ class CheckpointSection(Section):
     @property
     def best_direction(self) -> str:
         """``min`` or ``max`` for ``best_metric`` (``best_mode`` with ``auto`` resolved)."""
-        return direction(self.best_metric or "", self.best_mode) if self.best_metric else "min"
+        return direction(self.best_metric, self.best_mode) if self.best_metric else "min"
 
 
 #: The longest distributed.timeout_s: a week (a rank silent for longer is not coming back).

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
 from .errors import NectarGANError
+from .signals import EXIT_CODES, settle
 
 #: Seconds the agent waits for workers to stop after a signal before killing them.
 SHUTDOWN_TIMEOUT_S = 120
@@ -76,12 +77,15 @@ def _write_quietly(path: Path, text: str) -> None:
 
 def rank0_exit_code(folder: Path) -> Optional[int]:
     """The exit code rank 0 of the last attempt recorded, or None (it is still running, or died without one)."""
-    attempts = sorted(folder.glob("exit-*"), key=lambda p: int(p.name.partition("-")[2] or 0)
-                      if p.name.partition("-")[2].isdigit() else -1)
-    if not attempts:
+    def attempt(path: Path) -> int:
+        number = path.name.removeprefix("exit-")
+        return int(number) if number.isdigit() else -1
+
+    last = max(folder.glob("exit-*"), key=attempt, default=None)
+    if last is None:
         return None
     try:
-        text = attempts[-1].read_text(encoding="utf-8").strip()
+        text = last.read_text(encoding="utf-8").strip()
     except OSError:
         return None
     return int(text) if text.lstrip("-").isdigit() else None
@@ -168,10 +172,7 @@ def stop_signals_forwarded(signal_exception: type) -> Iterator[list[int]]:
     try:
         yield received
     finally:
-        # The ranks are gone and the outcome is decided: a late signal must not change the exit code
-        # (the launcher exits within moments).
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_IGN)
+        settle()  # the ranks are gone and the outcome is decided: a late signal must not change the exit code
 
 
 def worker_pids() -> list[int]:
@@ -242,7 +243,7 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
         rank, failure = min(exc.failures.items(), key=lambda item: item[1].timestamp)
         more = len(exc.failures) - 1
         ended = rank0_exit_code(codes)
-        if ended in (130, 143):  # a signal to one rank stopped every rank gracefully: an interruption
+        if ended in EXIT_CODES.values():  # a signal to one rank stopped every rank gracefully: an interruption
             return ended
         if ended == 0 and rank != 0:  # rank 0 had finished the run, and said so
             print(f"warning: rank {rank} (pid {failure.pid}) ended with {describe_exit(failure.exitcode)} after the "
@@ -261,7 +262,7 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
             return ended
         if signal.SIGINT in received[1:]:  # a later Ctrl-C stopped the ranks at once, as it does one process
             return 130
-        return {signal.SIGINT: 130, signal.SIGTERM: 143}.get(exc.sigval, 128 + int(exc.sigval))
+        return EXIT_CODES.get(signal.Signals(exc.sigval).name, 128 + int(exc.sigval))
     finally:
         os.environ.pop(EXIT_CODE_DIR_ENV, None)
         shutil.rmtree(codes, ignore_errors=True)

@@ -18,8 +18,6 @@ HIGHER_IS_BETTER = frozenset({"psnr", "ssim", "msssim", "accuracy", "acc", "iou"
 LOWER_IS_BETTER = frozenset({"l1", "l2", "mae", "mse", "rmse", "loss", "lpips", "fid", "kid", "nll", "error",
                              "distance"})
 
-MODES = ("auto", "min", "max")
-
 
 def direction(metric: str, mode: str = "auto") -> str:
     """``"min"`` or ``"max"``: ``mode`` itself, or for ``auto`` the direction ``metric``'s name implies.

@@ -278,6 +278,12 @@ class Trainer:
             return True
         return self.epochs_done >= loop.epochs
 
+    @property
+    def cut_short(self) -> bool:
+        """Whether a signal stopped the run before it trained everything: it ends ``interrupted``
+        (a stop that lands on the last step ends a finished run)."""
+        return self.interrupted and not self.trained_all
+
     def prepare(self) -> None:
         """Set up the trainer and its data (idempotent)."""
         if self.train_loader is None:
@@ -457,10 +463,9 @@ class Trainer:
         self._finished = True
         if self.config.checkpoint.save_last or self.stop_reason is not None:
             self.save_checkpoint()
-        cut_short = self.interrupted and not self.trained_all  # a stop on the last step ends a finished run
         self.write_status(
-            "interrupted" if cut_short else "finished", epoch=self.epochs_done, step=self.global_step,
-            reason=None if self.interrupted and not cut_short else self.stop_reason,
+            "interrupted" if self.cut_short else "finished", epoch=self.epochs_done, step=self.global_step,
+            reason=None if self.interrupted and not self.cut_short else self.stop_reason,
             checkpoint=str(self.last_checkpoint) if self.last_checkpoint else None,
         )
         self.hook.on_train_end(trainer=self)

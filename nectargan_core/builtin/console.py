@@ -193,8 +193,7 @@ def ending(trainer: Any) -> str:
     (step 25)``, or ``stopped early at end of epoch 3/10 (step 60): <reason>``."""
     loop = trainer.config.loop
     where = trainer.position_text()
-    trained_all = getattr(trainer, "trained_all", False)  # a stop on the last step ends a finished run
-    if trainer.interrupted and not trained_all:
+    if getattr(trainer, "cut_short", trainer.interrupted):  # a stop on the last step ends a finished run
         return f"interrupted at {where}"
     if trainer.stop_reason is not None and not trainer.interrupted:
         return f"stopped early at {where}: {trainer.stop_reason}"

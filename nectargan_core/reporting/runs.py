@@ -115,7 +115,6 @@ def summarize(run: RunDir, history: History | None = None, config: Mapping[str, 
         best_mode = direction(best_metric or "", str(checkpoint.get("best_mode", "auto")))
     except ValueError:
         best_mode = "min"
-    best_mode = best_mode if best_mode in ("min", "max") else "min"
     epochs = [as_int(r.get("epoch"), -1) + 1 for r in history.of("epoch")]
     steps = [as_int(r.get("step")) for r in history.of("train")]
     version = VERSION_PATTERN.match(run.path.name)
