@@ -15,56 +15,50 @@ import functools
 import sys
 from typing import Any, Callable
 
+from .hookproxy import HookProxy, proxy_for
 
-class GuardedPart:
-    """Stands in for a part in the run's plugin manager; other attributes reach the part itself."""
 
-    def __init__(self, part: Any, label: str) -> None:
-        self._part = part
-        self._label = label
+def guard(part: Any, label: str, strict: bool) -> HookProxy:
+    """The proxy to register for ``part``: under strict mode its hooks as they are, else hooks that cannot raise.
+
+    Wrapper hooks (generators around other implementations) are passed through
+    as they are. Nothing on ``part`` runs while its hooks are found
+    (:mod:`nectargan_core.hookproxy`).
+    """
+    if strict:
+        return proxy_for(part, label)
+    state = _Guard(label)
+
+    def wrap(name: str, method: Callable[..., Any], options: dict[str, Any]) -> Callable[..., Any]:
+        if options.get("hookwrapper") or options.get("wrapper"):
+            return method
+        return _guarded(state, name, method)
+
+    return proxy_for(part, label, wrap)
+
+
+class _Guard:
+    """Whether a guarded part is still on; the first failure turns it off with one warning line."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
         self.disabled = False
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._part, name)
-
-    def _fail(self, hook: str, exc: Exception) -> None:
+    def fail(self, hook: str, exc: Exception) -> None:
         self.disabled = True
-        print(f"warning: {self._label} failed in {hook}: {type(exc).__name__}: {exc}; "
+        print(f"warning: {self.label} failed in {hook}: {type(exc).__name__}: {exc}; "
               "disabled for the rest of this run", file=sys.stderr, flush=True)
 
 
-def guard(part: Any, label: str, parse_opts: Callable[[Any, str], Any], strict: bool) -> Any:
-    """``part`` itself under strict mode, else a :class:`GuardedPart` whose hooks cannot raise.
-
-    ``parse_opts`` is the plugin manager's ``parse_hookimpl_opts``. Wrapper
-    hooks (generators around other implementations) are passed through as they are.
-    """
-    if strict:
-        return part
-    proxy = GuardedPart(part, label)
-    for name in dir(part):
-        if name.startswith("_"):
-            continue
-        options = parse_opts(part, name)
-        if options is None:
-            continue
-        method = getattr(part, name)
-        if options.get("hookwrapper") or options.get("wrapper"):
-            setattr(proxy, name, method)
-            continue
-        setattr(proxy, name, _guarded(proxy, name, method))
-    return proxy
-
-
-def _guarded(proxy: GuardedPart, hook: str, method: Callable[..., Any]) -> Callable[..., Any]:
+def _guarded(state: _Guard, hook: str, method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)  # keeps the hookimpl marker and, through __wrapped__, the argument names
     def call(*args: Any, **kwargs: Any) -> Any:
-        if proxy.disabled:
+        if state.disabled:
             return None
         try:
             return method(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - reported once, then the part is off
-            proxy._fail(hook, exc)
+            state.fail(hook, exc)
             return None
 
     return call

@@ -36,16 +36,15 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from . import hookspecs
 from .errors import PluginError
+from .hookproxy import hook_implementations
 from .registry import RUN_HOOK_KINDS, Component
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import CoreConfig
     from .registry import Registry
 
-MARKER = hookspecs.PROJECT_NAME + "_impl"
 #: Modules whose ``hookimpl`` is nectargan's marker.
 MARKER_MODULES = ("nectargan_core", "nectargan_core.hookspecs")
-IMPLICIT = ("self", "cls")
 
 
 def _spec_args(spec_class: type) -> dict[str, tuple[str, ...]]:
@@ -109,22 +108,11 @@ def unknown_hook_message(name: str, family: str = "registration") -> str:
 
 # -- live objects ------------------------------------------------------------
 def live_impls(obj: Any) -> list[Impl]:
-    """The hook implementations pluggy would find on ``obj`` (a module, class or instance)."""
+    """The hook implementations pluggy would find on ``obj`` (a module, class or instance), found
+    without running any of its code (:func:`nectargan_core.hookproxy.hook_implementations`)."""
     impls = []
-    module_level = inspect.ismodule(obj)
-    for name in dir(obj):
-        if name.startswith("_"):
-            continue
-        try:
-            raw = inspect.getattr_static(obj, name)
-        except AttributeError:
-            continue
-        static = isinstance(raw, staticmethod)
-        func = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
-        opts = getattr(func, MARKER, None) if callable(func) else None
-        if not isinstance(opts, dict):
-            continue
-        code_func = inspect.unwrap(func)
+    for name, (function, opts) in hook_implementations(obj).items():
+        code_func = inspect.unwrap(function.__func__ if inspect.ismethod(function) else function)
         code = getattr(code_func, "__code__", None)
         if code is None:
             continue
@@ -132,8 +120,8 @@ def live_impls(obj: Any) -> list[Impl]:
         defaults = getattr(code_func, "__defaults__", None) or ()
         if defaults:
             args = args[: -len(defaults)]
-        if args and not module_level and not static:
-            args = args[1:]
+        if args and _bound_when_registered(obj, name, function):
+            args = args[1:]  # self or cls, which pluggy does not pass
         impls.append(Impl(
             hook=opts.get("specname") or name, function=name, args=tuple(args),
             where=_where(code.co_filename, code.co_firstlineno, getattr(code_func, "__module__", None)),
@@ -141,6 +129,14 @@ def live_impls(obj: Any) -> list[Impl]:
             generator=inspect.isgeneratorfunction(code_func),
         ))
     return impls
+
+
+def _bound_when_registered(obj: Any, name: str, function: Any) -> bool:
+    """Whether the hook's first argument is taken by binding: a bound method, or a plain function of a class
+    (registered as an instance, where it is bound)."""
+    if inspect.ismethod(function):
+        return True
+    return inspect.isclass(obj) and not isinstance(inspect.getattr_static(obj, name, None), staticmethod)
 
 
 def check_object(obj: Any, label: str, family: str | None = None) -> list[str]:

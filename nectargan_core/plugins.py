@@ -42,6 +42,7 @@ import pluggy
 
 from . import hookcheck, hookspecs
 from .errors import NameConflictError, PluginError
+from .hookproxy import object_name, proxy_for
 from .registry import HOOK_TO_KIND, QUALIFIER, Component, Registry, normalize, qualified_names
 
 ENTRY_POINT_GROUP = "nectargan"
@@ -221,7 +222,7 @@ class PluginHost:
     def add_plugin(self, module: Any, name: str, distribution: str | None = None,
                    version: str | None = None) -> PluginInfo:
         """Register an already-imported plugin object (tests, ``--plugins`` in scripts)."""
-        info = PluginInfo(name, getattr(module, "__name__", repr(module)), distribution, version)
+        info = PluginInfo(name, object_name(module), distribution, version)
         self._claim(info)
         self._register(info, module)
         self._note_conflicts()
@@ -243,6 +244,7 @@ class PluginHost:
         if problems:
             self._fail(info, problems, hook_details(problems))
             return
+        module = proxy_for(module, f"plugin '{info.key}'")  # pluggy never reads the module itself
         try:
             self.pm.register(module, name=info.key)
         except Exception as exc:  # pluggy validation the check above does not cover

@@ -35,8 +35,9 @@ from .config import CoreConfig, dump_yaml, load_config, load_file
 from .device import resolve_device, seed_everything, set_deterministic
 from .distributed import Distributed
 from .errors import CheckpointError, ConfigError, NectarGANError, PluginError
-from .guard import GuardedPart, guard
+from .guard import guard
 from .hookcheck import check_object, check_run_parts
+from .hookproxy import object_name, part_of, proxy_for
 from .metrics import read_metrics
 from .plugins import PluginHost, env_flag, get_plugins, make_tracer
 from .provenance import pins_for
@@ -88,10 +89,10 @@ class Run:
             for name, options in section.items():
                 part = registry.get(kind, name, key=f"{kind}s").load()(**options)
                 label = f"{kind} '{name}'"
-                self._register(guard(part, label, self.pm.parse_hookimpl_opts, self.host.strict),
-                               f"{kind}:{name}")
+                self._register(guard(part, label, self.host.strict), f"{kind}:{name}")
         for index, plugin in enumerate(plugins):
-            self._register(plugin, f"api:{getattr(plugin, '__name__', type(plugin).__name__)}:{index}")
+            name = f"api:{object_name(plugin)}:{index}"
+            self._register(proxy_for(plugin, name), name)
 
         run_cfg = config.run
         if run_cfg.threads:
@@ -105,7 +106,7 @@ class Run:
             registry=registry, dist=self.dist,
         )
         self.trainer._run_lock = weakref.ref(lock) if lock is not None else None
-        self._register(self.trainer, f"trainer:{component.name}")
+        self._register(proxy_for(self.trainer, f"trainer '{component.name}'"), f"trainer:{component.name}")
         if checkpoint is not None:
             self.trainer.load_checkpoint(checkpoint)
         elif run_cfg.init_from:
@@ -117,8 +118,8 @@ class Run:
                 raise
 
     def _register(self, plugin: Any, name: str) -> None:
-        part = plugin._part if isinstance(plugin, GuardedPart) else plugin
-        problems = check_object(part, name, "run")  # one line per problem, not pluggy's three
+        """Register ``plugin`` (a :class:`~nectargan_core.hookproxy.HookProxy`) under ``name``."""
+        problems = check_object(part_of(plugin), name, "run")  # one line per problem, not pluggy's three
         if problems:
             raise PluginError("\n".join(problems))
         try:
