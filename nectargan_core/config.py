@@ -217,6 +217,13 @@ class CoreConfig(Section):
         return data
 
 
+def is_subclass(annotation: Any, base: type | tuple[type, ...]) -> bool:
+    """Whether ``annotation`` is a class deriving from ``base``; ``list[str]`` is none (Python 3.10 says
+    ``isinstance(list[str], type)`` and then ``issubclass`` raises)."""
+    return isinstance(annotation, type) and not isinstance(annotation, types.GenericAlias) \
+        and issubclass(annotation, base)
+
+
 def plain_name(value: str) -> str:
     """``value`` if it names one folder entry (no separators, not . or .., no control characters,
     at most 255 bytes), else a ValueError."""
@@ -387,7 +394,7 @@ def _takes_bool(annotation: Any) -> bool:
 def _numeric(annotation: Any) -> bool:
     """Whether some arm of ``annotation`` is a number pydantic would read a boolean as (int, float, Literal[1, 3])."""
     for arm in _arms(annotation):
-        if isinstance(arm, type) and issubclass(arm, (int, float)) and arm is not bool:
+        if is_subclass(arm, (int, float)) and arm is not bool:
             return True
         if typing.get_origin(arm) is Literal and any(
                 isinstance(v, (int, float)) and not isinstance(v, bool) for v in typing.get_args(arm)):
@@ -639,7 +646,7 @@ def _validate_sections(
     # Absent sections are validated from {} like present ones, so registry-dependent
     # defaults (a default part's options) are filled in and a saved config reads back the same.
     absent = {name: {} for name, info in model.model_fields.items()
-              if name not in data and isinstance(info.annotation, type) and issubclass(info.annotation, Section)}
+              if name not in data and is_subclass(info.annotation, Section)}
     try:
         config = model.model_validate({**absent, **data}, context={"registry": registry})
     except ValidationError as exc:
@@ -708,7 +715,7 @@ def allowed_keys(model: type[BaseModel], loc: list[str]) -> list[str]:
             current = current.__args__[1]
             in_mapping = True
         for arg in getattr(current, "__args__", ()) or ():  # Optional[Model]
-            if isinstance(arg, type) and issubclass(arg, BaseModel):
+            if is_subclass(arg, BaseModel):
                 current = arg
     fields = getattr(current, "model_fields", None) or {}
     return sorted(fields)
@@ -988,12 +995,12 @@ def _emit_choice(kind: str, values: Mapping[str, Any], lines: list[str], indent:
 
 
 def _choice(annotation: Any) -> type[ComponentChoice] | None:
-    if isinstance(annotation, type) and issubclass(annotation, ComponentChoice):
+    if is_subclass(annotation, ComponentChoice):
         return annotation
     return None
 
 
 def _submodel(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel) and not issubclass(annotation, ComponentChoice):
+    if is_subclass(annotation, BaseModel) and not issubclass(annotation, ComponentChoice):
         return annotation
     return None

@@ -91,7 +91,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except click.UsageError as error:  # one line, like every other error (click's own block is four)
         where = error.ctx.command_path if error.ctx is not None else "nectargan"
-        message = " ".join(error.format_message().split()).rstrip(".")
+        message = error.format_message()
+        if isinstance(error, click.NoSuchOption):  # click 8.1 says "No such option: --x", later ones "... '--x'"
+            message = f"No such option '{error.option_name}'" + message[len(error.message):]
+        message = " ".join(message.split()).rstrip(".")
         click.echo(f"error: {printable(message)} (see: {printable(where)} --help)", err=True)
         sys.exit(error.exit_code)
     except click.ClickException as error:

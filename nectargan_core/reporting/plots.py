@@ -20,6 +20,8 @@ from ..text import printable
 from .history import History, Series, moving_average
 
 PANEL_SIZE = (4.8, 3.2)  # inches per subplot; at 100 dpi a 480x320 px panel
+DPI = 100
+TITLE_HEIGHT = 40  # pixels for the figure's title
 MAX_COLUMNS = 3
 
 
@@ -104,12 +106,22 @@ def new_figure(title: str, panels: int) -> tuple[Any, list[Any]]:
 
     columns = min(panels, MAX_COLUMNS)
     rows = math.ceil(panels / columns)
-    figure = Figure(figsize=(PANEL_SIZE[0] * columns, PANEL_SIZE[1] * rows + 0.4), layout="constrained")
+    width, height = round(PANEL_SIZE[0] * DPI) * columns, round(PANEL_SIZE[1] * DPI) * rows + TITLE_HEIGHT
+    figure = Figure(figsize=(inches(width), inches(height)), layout="constrained")
     figure.suptitle(label(title))
     axes = figure.subplots(rows, columns, squeeze=False).ravel().tolist()
     for unused in axes[panels:]:
         unused.set_visible(False)
     return figure, axes[:panels]
+
+
+def inches(pixels: int) -> float:
+    """``pixels`` at DPI as inches that give back exactly ``pixels``: 14.4 x 100 is 1439.999... in floating point,
+    which matplotlib before 3.7 cut to 1439 px."""
+    value = pixels / DPI
+    while value * DPI < pixels:
+        value = math.nextafter(value, math.inf)
+    return value
 
 
 def label(text: str) -> str:
@@ -134,5 +146,5 @@ def file_stem(name: str) -> str:
 
 def to_png(figure: Any) -> bytes:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100)
+    figure.savefig(buffer, format="png", dpi=DPI)
     return buffer.getvalue()

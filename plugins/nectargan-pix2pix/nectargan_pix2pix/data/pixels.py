@@ -35,7 +35,7 @@ import struct
 import warnings
 import zlib
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
@@ -181,13 +181,18 @@ def _pixels(image: Image.Image) -> np.ndarray:
 
 def _is_png16_colour(image: Image.Image) -> bool:
     tile = getattr(image, "tile", None)
-    return image.format == "PNG" and bool(tile) and len(tile) == 1 and tile[0].args in (
+    return image.format == "PNG" and bool(tile) and len(tile) == 1 and _tile_args(tile[0]) in (
         "RGB;16B", "RGBA;16B", "LA;16B")
+
+
+def _tile_args(tile: Any) -> Any:
+    """The decoder arguments of a tile: ``(codec, extents, offset, args)``, a named tuple from Pillow 11 on."""
+    return tile[3]
 
 
 def _png16_colour(image: Image.Image, data: bytes) -> np.ndarray:
     """A 16-bit colour (or grey+alpha) PNG at full depth, through Pillow's own decoder."""
-    rawmode = image.tile[0].args
+    rawmode = _tile_args(image.tile[0])
     if rawmode == "LA;16B":  # 4 bytes per pixel: decoded as raw RGBA bytes (Lhi, Llo, Ahi, Alo)
         raw = _decode_as(data, "RGBA").astype(np.uint16)
         return np.stack([raw[..., 0] << 8 | raw[..., 1], raw[..., 2] << 8 | raw[..., 3]], axis=-1)
@@ -198,7 +203,8 @@ def _png16_colour(image: Image.Image, data: bytes) -> np.ndarray:
 
 def _decode_as(data: bytes, rawmode: str) -> np.ndarray:
     with Image.open(io.BytesIO(data)) as image:
-        image.tile = [image.tile[0]._replace(args=rawmode)]
+        tile = image.tile[0]
+        image.tile = [tile._replace(args=rawmode) if hasattr(tile, "_replace") else (*tile[:3], rawmode)]
         return np.asarray(image)
 
 
