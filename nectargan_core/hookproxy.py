@@ -133,6 +133,8 @@ class HookProxy:
             object.__setattr__(self, name, function)
 
     def __getattr__(self, name: str) -> Any:  # only for names the proxy itself lacks
+        if name.startswith("__"):  # pluggy asks for __name__ and the like: the proxy's own answer, not the part's
+            raise AttributeError(name)
         return getattr(object.__getattribute__(self, "_part"), name)
 
     def __repr__(self) -> str:

@@ -139,6 +139,9 @@ def test_the_proxy_holds_only_hooks_and_reads_the_rest_from_the_part(getattr_dis
         "on_epoch_end", "on_log", "on_train_start", "on_validation_end"]
     pm.hook.on_epoch_end(trainer=None, epoch=1, metrics={}, duration=0.5)
     assert trap.seen == [("on_epoch_end", 1)]
+    unnamed = proxy_for(Trap(), "callback 'unnamed'")  # pluggy names it from __name__: the proxy's, not the part's
+    pm.register(unnamed)
+    assert pm.get_name(unnamed) == str(id(unnamed))
 
 
 def test_registering_the_part_itself_fails_under_getattr_discovery(getattr_discovery):
