@@ -20,6 +20,35 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def cli_runner():
+    """click's test runner as click 8.2 and later make it on every click release the core supports: ``stderr``
+    apart, ``output`` both streams. click 8.1 mixes the streams unless told not to, and then ``output`` is
+    stdout alone."""
+    import inspect
+
+    from click.testing import CliRunner
+
+    if "mix_stderr" not in inspect.signature(CliRunner).parameters:
+        return CliRunner()
+
+    class BothStreams:
+        def __init__(self, result):
+            self._result = result
+
+        def __getattr__(self, name):
+            return getattr(self._result, name)
+
+        @property
+        def output(self):
+            return self._result.stdout + self._result.stderr
+
+    class Runner(CliRunner):
+        def invoke(self, *args, **kwargs):
+            return BothStreams(super().invoke(*args, **kwargs))
+
+    return Runner(mix_stderr=False)
+
+
 def make_fake_dist(root: Path, dist: str, module: str, source: str, entry_name: str | None = None,
                    version: str = "0.1") -> Path:
     """A plugin 'installed' as a module plus a ``*.dist-info`` folder in ``root``.

@@ -7,12 +7,11 @@ import json
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
 from nectargan_core.cli.plugins_cmd import plugins_group
 from nectargan_core.scaffold import KINDS
 from authoring_helpers import pip_install_target, pytest_in
-from support import killed_then_resumed, make_killer_dist, run_cli
+from support import cli_runner, killed_then_resumed, make_killer_dist, run_cli
 
 #: What `plugins list --json` must show for each kind's example part.
 COMPONENTS = {kind: {kind: [f"kit_{kind}"]} for kind in KINDS if kind != "command"} | {"command": {}}
@@ -24,7 +23,7 @@ def kit(tmp_path_factory):
     root = tmp_path_factory.mktemp("kit")
     folders = []
     for kind in KINDS:
-        made = CliRunner().invoke(plugins_group, ["new", f"kit_{kind}", "--kind", kind, "--dir", str(root / "src")])
+        made = cli_runner().invoke(plugins_group, ["new", f"kit_{kind}", "--kind", kind, "--dir", str(root / "src")])
         assert made.exit_code == 0, made.output
         folders.append(root / "src" / f"nectargan-kit-{kind}")
     pip_install_target(root / "site", *folders)
@@ -121,7 +120,7 @@ def test_pix2pix_batches_the_new_dataset_by_its_batch_size_option(kit, monkeypat
 
 @pytest.mark.parametrize("name", ["Bad", "has-dash", "1st", "", "a" * 41, "class"])
 def test_new_refuses_a_bad_name(tmp_path, name):
-    result = CliRunner().invoke(plugins_group, ["new", name, "--dir", str(tmp_path)], standalone_mode=False,
+    result = cli_runner().invoke(plugins_group, ["new", name, "--dir", str(tmp_path)], standalone_mode=False,
                                 catch_exceptions=True)
     assert type(result.exception).__name__ == "ScaffoldError"
     assert "lowercase letters, digits and underscores" in str(result.exception)
@@ -138,7 +137,7 @@ def test_new_refuses_to_overwrite_a_folder(tmp_path):
 
 
 def test_a_trainer_may_not_shadow_a_core_config_section(tmp_path):
-    result = CliRunner().invoke(plugins_group, ["new", "loop", "--kind", "trainer", "--dir", str(tmp_path)],
+    result = cli_runner().invoke(plugins_group, ["new", "loop", "--kind", "trainer", "--dir", str(tmp_path)],
                                 standalone_mode=False)
     assert "its config section would replace the core's" in str(result.exception)
     assert not list(tmp_path.iterdir())

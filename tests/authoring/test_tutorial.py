@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import click
 import pytest
-from click.testing import CliRunner
 
 from nectargan_core import ConfigError, Run, load_config
 from nectargan_core.config import load_file
 from authoring_helpers import doc_files, pip_install_target, pytest_in
-from support import ROOT, run_cli
+from support import ROOT, cli_runner, run_cli
 
 PAGE = ROOT / "docs" / "plugins" / "tutorial.md"
 DISTRIBUTIONS = ("nectargan-gdl", "nectargan-tinynet", "nectargan-summary")
@@ -54,7 +53,7 @@ def test_the_run_config_trains_with_all_three(tutorial, nectargan_plugin_host, m
     assert f"\n{SYNTH}\n" in text
     cli = click.Group()
     host.add_commands(cli)
-    made = CliRunner().invoke(cli, SYNTH.split()[1:])
+    made = cli_runner().invoke(cli, SYNTH.split()[1:])
     assert made.exit_code == 0, made.output
 
     run = Run.create("run.yaml", host=host).fit()

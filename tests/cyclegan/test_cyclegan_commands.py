@@ -28,7 +28,7 @@ def run_cli(*args, **kwargs):
     """The real console script, on one thread: the networks are tiny, and a second thread only waits."""
     return run_cli_with_env(*args, env={"OMP_NUM_THREADS": "1"}, **kwargs)
 
-from conftest import TINY_SETTINGS
+from cyclegan_helpers import TINY_SETTINGS
 
 
 @pytest.fixture(scope="module")

@@ -7,20 +7,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from PIL import Image
 
 from nectargan_pix2pix.data import DatasetError
 from nectargan_pix2pix.data import prepare
 from nectargan_pix2pix.data.check import SPLIT_MARKER
 from nectargan_pix2pix.data_cli import data_group
-from support import run_cli
+from support import cli_runner, run_cli
 
 DOMAIN_FOLDERS = ["testA", "testB", "trainA", "trainB", "valA", "valB"]
 
 
 def invoke(*args):
-    return CliRunner().invoke(data_group, [str(a) for a in args])
+    return cli_runner().invoke(data_group, [str(a) for a in args])
 
 
 def tree(root: Path) -> list[str]:

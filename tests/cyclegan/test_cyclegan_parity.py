@@ -25,7 +25,7 @@ from nectargan_models.reference import to_reference
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference"))
 from reference_networks import define_D, define_G  # noqa: E402
 
-from conftest import TINY_MODELS  # noqa: E402
+from cyclegan_helpers import TINY_MODELS  # noqa: E402
 
 
 class ReferenceImagePool:

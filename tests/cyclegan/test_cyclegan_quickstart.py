@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from click.testing import CliRunner
 
 from nectargan_core import Run
 from nectargan_core.config import load_config, load_file
@@ -12,7 +11,7 @@ from nectargan_core.plugins import get_plugins
 from nectargan_cyclegan.dataset import UnpairedDataset
 from nectargan_pix2pix.data_cli import data_group
 from nectargan_pix2pix.inference import load_generator
-from support import ROOT
+from support import ROOT, cli_runner
 
 QUICKSTART = ROOT / "examples" / "quickstart-cyclegan.yaml"
 
@@ -31,7 +30,7 @@ def test_a_reduced_quickstart_gives_each_domain_the_other_s_look(tmp_path):
     """The two domains differ most in brightness: A has a dark background, B a light floor. After two short
     epochs, G_A(A) must already be as bright as B, and G_B(B) as dark as A."""
     data = tmp_path / "data"
-    made = CliRunner().invoke(data_group, ["synth", str(data), "--unpaired", "--count", "50", "--size", "32",
+    made = cli_runner().invoke(data_group, ["synth", str(data), "--unpaired", "--count", "50", "--size", "32",
                                            "--seed", "3", "--val", "0", "--test", "0.2"])
     assert made.exit_code == 0, made.output
     config = load_file(QUICKSTART)

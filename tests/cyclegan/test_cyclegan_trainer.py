@@ -15,7 +15,7 @@ from nectargan_core.errors import ConfigError
 from nectargan_core.plugins import get_plugins
 from nectargan_losses.schedules import build_schedule
 
-from conftest import TINY_MODELS
+from cyclegan_helpers import TINY_MODELS
 from test_cyclegan_parity import cyclegan_config
 
 LOSS_KEYS = {"G/G_A", "G/G_B", "G/cycle_A", "G/cycle_B", "G/idt_A", "G/idt_B", "G/total", "D/D_A", "D/D_B", "D/total"}

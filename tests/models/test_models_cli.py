@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from nectargan_core.errors import ConfigError
 from nectargan_core.plugins import get_plugins
 from nectargan_models.cli import models_group
+from support import cli_runner
 
 NECTARGAN = Path(sys.executable).with_name("nectargan")
 PRESETS = {"unet_256": 54_413_955, "unet_128": 41_828_995, "patchgan_70": 2_768_705,
@@ -21,7 +21,7 @@ PRESETS = {"unet_256": 54_413_955, "unet_128": 41_828_995, "patchgan_70": 2_768_
 
 
 def invoke(*args: str):
-    result = CliRunner().invoke(models_group, list(args))
+    result = cli_runner().invoke(models_group, list(args))
     if result.exception is not None and not isinstance(result.exception, (SystemExit, ConfigError)):
         raise result.exception
     return result

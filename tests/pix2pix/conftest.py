@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from click.testing import CliRunner
 
-from support import run_cli
+from support import cli_runner, run_cli
 
 #: A UNet of depth 4 (inputs: multiples of 16) with dropout in 2 decoder layers, and a narrow PatchGAN.
 TINY_MODELS = ("models.generator.name=unet", "models.generator.depth=4", "models.generator.ngf=8",
@@ -48,7 +47,7 @@ def make_synth(tmp_path_factory):
     def make(count: int, size: int) -> Path:
         if (count, size) not in made:
             root = tmp_path_factory.mktemp(f"synth{count}x{size}") / "data"
-            result = CliRunner().invoke(data_group, ["synth", str(root), "--count", str(count), "--size", str(size)])
+            result = cli_runner().invoke(data_group, ["synth", str(root), "--count", str(count), "--size", str(size)])
             assert result.exit_code == 0, result.output
             made[count, size] = root
         return made[count, size]

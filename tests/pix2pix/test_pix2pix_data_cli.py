@@ -6,16 +6,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from PIL import Image
 
 from nectargan_pix2pix.data import DatasetError, PairedDataset
 from nectargan_pix2pix.data_cli import data_group
 from pix2pix_data_helpers import aligned_dataset, folders_dataset, noise, run_data_cli as run, save
+from support import cli_runner
 
 
 def invoke(*args):
-    return CliRunner().invoke(data_group, [str(a) for a in args])
+    return cli_runner().invoke(data_group, [str(a) for a in args])
 
 
 def tree(root: Path) -> list[str]:

@@ -12,12 +12,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from nectargan_pix2pix.data import DownloadError
 from nectargan_pix2pix.data.download import dataset_url, download_dataset, safe_extract
 from nectargan_pix2pix.data_cli import data_group
 from pix2pix_data_helpers import aligned_dataset, run_data_cli
+from support import cli_runner
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -60,7 +60,7 @@ def test_download_checks_the_checksum_and_extracts(served, tmp_path):
     source = aligned_dataset(tmp_path / "src", {"train": 2, "val": 1}, size=8)
     digest = make_archive(folder / "facades.tar.gz", source, "facades")
     dest = tmp_path / "datasets"
-    result = CliRunner().invoke(data_group, ["download", "facades", "--url", f"{base}/facades.tar.gz",
+    result = cli_runner().invoke(data_group, ["download", "facades", "--url", f"{base}/facades.tar.gz",
                                              "--dest", str(dest), "--sha256", digest.upper()])
     assert result.exit_code == 0, result.output
     assert result.output.strip() == (f"downloaded facades to {dest / 'facades'} (sha256 {digest}); "
@@ -68,7 +68,7 @@ def test_download_checks_the_checksum_and_extracts(served, tmp_path):
     assert everything(dest) == ["facades", "facades/train", "facades/train/000.png", "facades/train/001.png",
                                 "facades/val", "facades/val/000.png"]
     assert (dest / "facades" / "train" / "001.png").read_bytes() == (source / "train" / "001.png").read_bytes()
-    again = CliRunner().invoke(data_group, ["download", "facades", "--url", f"{base}/facades.tar.gz",
+    again = cli_runner().invoke(data_group, ["download", "facades", "--url", f"{base}/facades.tar.gz",
                                             "--dest", str(dest)])
     assert str(again.exception) == f"{dest / 'facades'}: already exists; remove it or choose another --dest"
 
@@ -150,7 +150,7 @@ def test_malicious_download_is_refused_and_cleaned_up(served, tmp_path):
     folder, base = served
     tar_with(folder / "evil.tar.gz", BENIGN, MALICIOUS["dot-dot"])
     dest = tmp_path / "box" / "dest"
-    result = CliRunner().invoke(data_group, ["download", "evil", "--url", f"{base}/evil.tar.gz",
+    result = cli_runner().invoke(data_group, ["download", "evil", "--url", f"{base}/evil.tar.gz",
                                              "--dest", str(dest)])
     assert isinstance(result.exception, DownloadError)
     assert str(result.exception).startswith(f"{base}/evil.tar.gz: refusing to extract 'evil/../../escaped.txt'")

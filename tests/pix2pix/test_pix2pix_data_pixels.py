@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from PIL import Image, ImageOps
 
 from nectargan_pix2pix.data import PairedDataset
@@ -16,6 +15,7 @@ from nectargan_pix2pix.data.check import inspect_split
 from nectargan_pix2pix.data.pixels import UnreadableImage, oriented_size, read_pixels
 from nectargan_pix2pix.data.prepare import pair_folders
 from nectargan_pix2pix.data_cli import data_group
+from support import cli_runner
 
 ORIENTATION = 0x0112
 
@@ -63,7 +63,7 @@ def test_a_sideways_photo_pairs_with_its_upright_partner(tmp_path: Path) -> None
     assert a.shape == b.shape == (3, 8, 16)
     assert np.array_equal(a.numpy(), b.numpy())  # A reads as the same upright picture as B
 
-    checked = CliRunner().invoke(data_group, ["check", str(tmp_path)])
+    checked = cli_runner().invoke(data_group, ["check", str(tmp_path)])
     assert checked.exit_code == 0, checked.output
     assert (f"note: 2 image(s) are stored turned, with an EXIF orientation; they are read upright, as image viewers "
             f"show them (e.g. {tmp_path / 'train' / 'A' / 'p.png'}: rotated 90 degrees clockwise)") in checked.stderr

@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 
 import torch
-from click.testing import CliRunner
 
 from nectargan_core import Run
 from nectargan_core.config import load_config, load_file
@@ -15,7 +14,7 @@ from nectargan_pix2pix.data.loader import build_dataloader
 from nectargan_pix2pix.data_cli import data_group
 from nectargan_pix2pix.evaluation import MetricAccumulator
 from nectargan_pix2pix.inference import load_generator
-from support import ROOT
+from support import ROOT, cli_runner
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 
@@ -30,7 +29,7 @@ def test_quickstart_config_is_valid_and_uses_the_reference_objective():
 
 def test_reduced_quickstart_beats_output_equals_input(tmp_path):
     data = tmp_path / "data"
-    made = CliRunner().invoke(data_group, ["synth", str(data), "--count", "120", "--size", "32", "--seed", "3"])
+    made = cli_runner().invoke(data_group, ["synth", str(data), "--count", "120", "--size", "32", "--seed", "3"])
     assert made.exit_code == 0, made.output
     config = load_file(QUICKSTART)
     config["run"].update(output_dir=str(tmp_path / "runs"), device="cpu")

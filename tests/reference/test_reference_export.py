@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from click.testing import CliRunner
 
 from nectargan_core import Run
 from nectargan_core.checkpoint import save_checkpoint
@@ -26,13 +25,13 @@ from nectargan_pix2pix.inference import load_generator
 from nectargan_pix2pix.reference_export import export_reference
 from nectargan_pix2pix.trainer import Pix2pixTrainer
 from reference_networks import define_G
-from support import run_cli
+from support import cli_runner, run_cli
 from test_reference_mapping import randomised, same_output
 
 
 def export(*args: str):
     """``nectargan export ARGS`` in-process (user errors stay in ``result.exception``)."""
-    result = CliRunner().invoke(export_command, list(args))
+    result = cli_runner().invoke(export_command, list(args))
     if result.exception is not None and not isinstance(result.exception, (SystemExit, NectarGANError)):
         raise result.exception
     return result
@@ -72,7 +71,7 @@ def test_imported_weights_export_back_to_the_same_file_and_outputs(tmp_path, cas
     reference = randomised(factory())
     torch.save(reference.state_dict(), tmp_path / "latest_net_G.pth")
     sets = [arg for option in options for arg in ("--set", option)]
-    imported = CliRunner().invoke(models_group, ["import", str(tmp_path / "latest_net_G.pth"), "--arch", arch,
+    imported = cli_runner().invoke(models_group, ["import", str(tmp_path / "latest_net_G.pth"), "--arch", arch,
                                                  *sets, "-o", str(tmp_path / "ours.pt")])
     assert imported.exit_code == 0, imported.output
 
@@ -108,7 +107,7 @@ def synth(tmp_path_factory):
     from nectargan_pix2pix.data_cli import data_group
 
     root = tmp_path_factory.mktemp("data") / "synth"
-    made = CliRunner().invoke(data_group, ["synth", str(root), "--count", "8", "--size", "32", "--val", "0.25",
+    made = cli_runner().invoke(data_group, ["synth", str(root), "--count", "8", "--size", "32", "--val", "0.25",
                                            "--test", "0.25"])
     assert made.exit_code == 0, made.output
     return root

@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from click.testing import CliRunner
 from PIL import Image
 
 from nectargan_core import Run, load_checkpoint
@@ -34,7 +33,7 @@ from nectargan_pix2pix.inference import load_generator
 from nectargan_pix2pix.predictor import predict
 from nectargan_pix2pix.tester import run_test
 from reference_networks import UnetGenerator, define_D, define_G, get_norm_layer
-from support import run_cli
+from support import cli_runner, run_cli
 from test_reference_mapping import randomised
 
 #: A reference UnetGenerator with 5 levels and ngf 4: our ``unet`` with these options.
@@ -49,7 +48,7 @@ def small_reference_unet() -> torch.nn.Module:
 def invoke(*args: str):
     """``nectargan models ARGS`` in-process; a user error stays in ``result.exception`` (the console
     script turns it into one ``error:`` line with its exit code, checked through run_cli below)."""
-    result = CliRunner().invoke(models_group, list(args))
+    result = cli_runner().invoke(models_group, list(args))
     if result.exception is not None and not isinstance(result.exception, (SystemExit, NectarGANError)):
         raise result.exception
     return result
@@ -142,7 +141,7 @@ def test_predict_and_test_take_the_reference_file_with_arch(small_file, tmp_path
     from nectargan_pix2pix.data_cli import data_group
 
     data = tmp_path / "data"
-    made = CliRunner().invoke(data_group, ["synth", str(data), "--count", "6", "--size", "32", "--test", "0.5"])
+    made = cli_runner().invoke(data_group, ["synth", str(data), "--count", "6", "--size", "32", "--test", "0.5"])
     assert made.exit_code == 0, made.output
     direct = run_test(source, data_root=data, out_dir=tmp_path / "t1", arch="unet",
                       arch_options=("depth=5", "ngf=4", "max_width=32"))
@@ -176,7 +175,7 @@ def test_init_from_an_imported_generator_starts_from_the_reference_weights(small
                      "device": "cpu"}
     from nectargan_pix2pix.data_cli import data_group
 
-    made = CliRunner().invoke(data_group, ["synth", str(tmp_path / "data"), "--count", "8", "--size", "32",
+    made = cli_runner().invoke(data_group, ["synth", str(tmp_path / "data"), "--count", "8", "--size", "32",
                                            "--val", "0.25", "--test", "0.25"])
     assert made.exit_code == 0, made.output
     config["data"] = {**config["data"], "root": str(tmp_path / "data")}
@@ -244,7 +243,7 @@ def test_a_discriminator_joins_its_generator_with_into(small_file, tmp_path, cap
 
     from nectargan_pix2pix.data_cli import data_group
 
-    made = CliRunner().invoke(data_group, ["synth", str(tmp_path / "data"), "--count", "8", "--size", "32",
+    made = cli_runner().invoke(data_group, ["synth", str(tmp_path / "data"), "--count", "8", "--size", "32",
                                            "--val", "0.25", "--test", "0.25"])
     assert made.exit_code == 0, made.output
     config = {**checkpoint["config"], "visualizers": {}}
@@ -404,5 +403,5 @@ def test_set_needs_arch(small_file, tmp_path):
     image = random_png(tmp_path / "a.png", 32, 32)
     for command, args in ((predict_command, [str(source), str(image), "-o", str(tmp_path / "o")]),
                           (test_command, [str(source)])):
-        result = CliRunner().invoke(command, [*args, "--set", "norm=batch"])
+        result = cli_runner().invoke(command, [*args, "--set", "norm=batch"])
         assert result.exit_code == 2 and "--set describes a reference network: use it with --arch" in result.output

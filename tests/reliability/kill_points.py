@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 import pytest
 
 from fault_locations import run_nectargan
+from support import cli_runner
 
 DRIVER = r'''
 import functools, importlib, os, signal, sys
@@ -122,13 +123,11 @@ def tiny_pix2pix_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     Trained in this process (no interpreter start-up); the commands under test run in subprocesses.
     """
     if "run" not in _RUNS:
-        from click.testing import CliRunner
-
         from nectargan_core import Run
         from nectargan_pix2pix.data_cli import data_group
 
         root = tmp_path_factory.mktemp("tiny_pix2pix")
-        made = CliRunner().invoke(data_group, ["synth", str(root / "data"), "--count", "12", "--size", "32",
+        made = cli_runner().invoke(data_group, ["synth", str(root / "data"), "--count", "12", "--size", "32",
                                                "--val", "0.17", "--test", "0.17"])
         assert made.exit_code == 0, made.output
         settings = [f"data.root={root / 'data'}", "data.load_size=32", "data.crop_size=32", "data.num_workers=0",

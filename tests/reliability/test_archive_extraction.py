@@ -20,12 +20,11 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from fault_locations import one_error_line, run_nectargan
 from hostile_archives import HOSTILE, NOT_TAR, build, cve_2025_4517_chain, harmless, hostile_archive, member
 from local_servers import DripHandler, RedirectHandler, serve, serve_folder
-from support import run_cli
+from support import cli_runner, run_cli
 from nectargan_pix2pix.data import DownloadError
 from nectargan_pix2pix.data.download import fetch, safe_extract
 from nectargan_pix2pix.data_cli import data_group
@@ -56,7 +55,7 @@ def attack(tmp_path: Path, kind: str, seed: int, subprocess: bool = False) -> No
         if subprocess:
             line = one_error_line(run_nectargan(*args))
         else:  # the same command in this process (no interpreter start-up): for the long series
-            result = CliRunner().invoke(data_group, [str(a) for a in args[1:]])
+            result = cli_runner().invoke(data_group, [str(a) for a in args[1:]])
             assert isinstance(result.exception, DownloadError), result.output
             line = f"error: {result.exception}"
             assert "\n" not in line

@@ -25,7 +25,6 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
-from click.testing import CliRunner
 
 from fault_locations import run_nectargan, snapshot
 from kill_points import kill_after, kill_at_call, timed, tiny_pix2pix_run
@@ -35,17 +34,18 @@ from nectargan_core.checkpoint import load_checkpoint, save_checkpoint, sidecar_
 from nectargan_core.errors import CheckpointError
 from nectargan_pix2pix.data_cli import data_group
 from nectargan_pix2pix.export import export_generator, quiet_jit
+from support import cli_runner
 
 SEED = int(os.environ.get("NECTARGAN_FAULT_SEED", "20251113"))
 
 
 def check(folder: Path) -> bool:
     """Whether ``nectargan data check`` calls ``folder`` ok."""
-    return CliRunner().invoke(data_group, ["check", str(folder)]).exit_code == 0
+    return cli_runner().invoke(data_group, ["check", str(folder)]).exit_code == 0
 
 
 def data(*args: object) -> None:
-    result = CliRunner().invoke(data_group, [str(a) for a in args])
+    result = cli_runner().invoke(data_group, [str(a) for a in args])
     assert result.exit_code == 0, (result.output, result.exception)
 
 
@@ -144,7 +144,7 @@ def test_split_killed_at_every_kind_of_point_is_finished_by_running_it_again(tmp
         killed = kill_at_call(("data", "split", folder, *flags), target, at)
         assert killed
         assert not check(folder)  # marked unfinished
-        other = CliRunner().invoke(data_group, ["split", str(folder), "--val", "0.3"])
+        other = cli_runner().invoke(data_group, ["split", str(folder), "--val", "0.3"])
         assert "an interrupted split (--val 0.2 --test 0.2 --seed 5" in str(other.exception)
         assert_split_recovers(folder, original, split_reference[mode], flags)
 

@@ -23,7 +23,7 @@ import torch
 
 from nectargan_core.checkpoint import load_checkpoint
 from nectargan_core.rundir import RunDir
-from support import make_fake_dist
+from support import cli_runner, make_fake_dist
 
 KILLER = """
 import os
@@ -296,13 +296,11 @@ PIX2PIX_KILLS = [("step", 5)]
 
 @pytest.fixture(scope="module")
 def pix2pix_runs(tmp_path_factory):
-    from click.testing import CliRunner
-
     from nectargan_pix2pix.data_cli import data_group
 
     root = tmp_path_factory.mktemp("kill_pix2pix")
     site = make_fake_dist(root / "site", "nectargan-killer", "killer_plugin", KILLER)
-    made = CliRunner().invoke(data_group, ["synth", str(root / "data"), "--count", "16", "--size", "16"])
+    made = cli_runner().invoke(data_group, ["synth", str(root / "data"), "--count", "16", "--size", "16"])
     assert made.exit_code == 0, made.output
     plans = {"uninterrupted": ["finish"], "killed": [*PIX2PIX_KILLS, "finish"]}
 
@@ -338,13 +336,11 @@ visualizers: []
 
 @pytest.fixture(scope="module")
 def cyclegan_runs(tmp_path_factory):
-    from click.testing import CliRunner
-
     from nectargan_pix2pix.data_cli import data_group
 
     root = tmp_path_factory.mktemp("kill_cyclegan")
     site = make_fake_dist(root / "site", "nectargan-killer", "killer_plugin", KILLER)
-    made = CliRunner().invoke(data_group, ["synth", str(root / "data"), "--unpaired", "--count", "16", "--size", "16",
+    made = cli_runner().invoke(data_group, ["synth", str(root / "data"), "--unpaired", "--count", "16", "--size", "16",
                                            "--val", "0.125", "--test", "0.125"])
     assert made.exit_code == 0, made.output
     plans = {"uninterrupted": ["finish"], "killed": [("step", 5), "finish"]}

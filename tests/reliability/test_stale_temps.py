@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-from click.testing import CliRunner
 
 from fault_locations import run_nectargan
 from kill_points import kill_at_call, tiny_pix2pix_run
 from nectargan_pix2pix.data_cli import data_group
+from support import cli_runner
 
 
 def temps(root: Path) -> list[str]:
@@ -34,7 +34,7 @@ def run_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def flat_folder(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("flat")
-    made = CliRunner().invoke(data_group, ["synth", str(root / "set"), "--count", "12", "--size", "16",
+    made = cli_runner().invoke(data_group, ["synth", str(root / "set"), "--count", "12", "--size", "16",
                                            "--val", "0", "--test", "0"])
     assert made.exit_code == 0, made.output
     return root / "set" / "train"

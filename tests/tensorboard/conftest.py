@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from nectargan_pix2pix.data_cli import data_group
+from support import cli_runner
 
 
 @pytest.fixture
@@ -31,6 +31,6 @@ def toy_config(tmp_path):
 def synth(tmp_path_factory) -> Path:
     """16 synthetic 32x32 pairs in train and val folders: ``nectargan data synth DIR --count 16 --size 32``."""
     root = tmp_path_factory.mktemp("tensorboard_synth") / "data"
-    made = CliRunner().invoke(data_group, ["synth", str(root), "--count", "16", "--size", "32"])
+    made = cli_runner().invoke(data_group, ["synth", str(root), "--count", "16", "--size", "32"])
     assert made.exit_code == 0, made.output
     return root

@@ -12,11 +12,10 @@ import importlib.util
 import struct
 
 import pytest
-from click.testing import CliRunner
 
 from browser import Page, chromium
 from nectargan_core import Run
-from support import ROOT
+from support import ROOT, cli_runner
 from visdom_helpers import VisdomServer
 
 # visdom's client calls the deprecated Logger.warn when it runs without its websocket (its bug, not ours).
@@ -85,7 +84,7 @@ def live_run(tmp_path_factory):
 
     chromium()  # skips (or, in CI, fails) before training when there is no browser
     root = tmp_path_factory.mktemp("visdom_page")
-    made = CliRunner().invoke(data_group, ["synth", str(root / "data"), "--count", "8", "--size", "32",
+    made = cli_runner().invoke(data_group, ["synth", str(root / "data"), "--count", "8", "--size", "32",
                                            "--val", "0.25", "--test", "0"])
     assert made.exit_code == 0, made.output
     server = VisdomServer(root / "server").start()

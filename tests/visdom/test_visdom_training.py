@@ -9,11 +9,11 @@ import threading
 import time
 
 import pytest
-from click.testing import CliRunner
 from PIL import Image
 
 from visdom_helpers import free_port, series, toy_config, wait_until
 from nectargan_core import Run, hookimpl
+from support import cli_runner
 
 # visdom's client calls the deprecated Logger.warn when it runs without its websocket (its bug, not ours).
 pytestmark = pytest.mark.filterwarnings("ignore:The 'warn' method is deprecated:DeprecationWarning")
@@ -61,7 +61,7 @@ def test_a_pix2pix_run_shows_the_newest_example_grid(tmp_path, visdom_server):
     from nectargan_pix2pix.data_cli import data_group
 
     data = tmp_path / "data"
-    made = CliRunner().invoke(data_group, ["synth", str(data), "--count", "8", "--size", "32", "--val", "0.25",
+    made = cli_runner().invoke(data_group, ["synth", str(data), "--count", "8", "--size", "32", "--val", "0.25",
                                            "--test", "0"])
     assert made.exit_code == 0, made.output
     run = Run.create({
