@@ -846,14 +846,16 @@ StrictDumper.add_representer(OverrideText, StrictDumper.represent_str)
 
 def read_override(annotation: Any, text: str) -> Any:
     """The value of a bare ``--set`` text for a key of type ``annotation`` (see :class:`OverrideText`)."""
-    kinds, _ = _scalar_kinds(annotation)
-    if kinds is None or str in kinds:
-        return str(text)
+    kinds, texts = _scalar_kinds(annotation)
+    if kinds is None or str in kinds or text in texts:
+        return str(text)  # plain str: pydantic before 2.6 refuses a str subclass as a Literal choice
     try:
         value = load_yaml(text)
     except yaml.YAMLError:
-        return OverrideText(text)
-    return value if isinstance(value, (bool, int, float)) else OverrideText(text)
+        value = text
+    if isinstance(value, (bool, int, float)):
+        return value
+    return OverrideText(text) if kinds & {int, float} else str(text)  # the marker words a number's error
 
 
 def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:

@@ -57,6 +57,20 @@ def test_overrides_are_typed_by_the_model(registry):
     assert config.toy_extra.greeting == "{hi}"
 
 
+
+def test_a_bare_override_reaches_pydantic_as_plain_text_unless_a_number_was_wanted():
+    """pydantic before 2.6 refuses a str subclass as a Literal choice ('Input should be 'batch', 'instance' or
+    'none' (got 'instance')'): only a key that wants a number keeps the OverrideText marker its error needs."""
+    from typing import Literal, Optional, Union
+
+    from nectargan_core.config import OverrideText, read_override
+
+    for annotation, text in ((Literal["batch", "instance", "none"], "instance"), (str, "007"),
+                             (Optional[Literal["a", "b"]], "b"), (Union[int, Literal["auto"]], "auto")):
+        assert type(read_override(annotation, OverrideText(text))) is str, (annotation, text)
+    assert type(read_override(int, OverrideText("abc"))) is OverrideText  # "must be an integer (got ...)"
+    assert read_override(Union[int, Literal["auto"]], OverrideText("5")) == 5
+
 BAD = [
     ({"loop": {"epochs": -1}}, "defaults: loop.epochs: Input should be greater than 0 (got -1)"),
     ({"loop": {"epochs": "many"}}, "defaults: loop.epochs: must be an integer (got \"many\"); write a whole number without quotes or decimal point"),
