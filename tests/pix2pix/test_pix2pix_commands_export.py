@@ -109,3 +109,19 @@ def test_onnx_without_its_packages_names_the_packages_to_install(trained_run, mo
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxscript" else real(name, *a))
     with pytest.raises(NectarGANError, match=r"needs the onnx and onnxscript packages: pip install onnx onnxscript onnxruntime$"):
         export_generator(trained_run.path, fmt="onnx")
+
+
+def test_an_onnxscript_too_old_for_this_torch_is_one_line_naming_the_versions(trained_run, monkeypatch, tmp_path):
+    """onnxscript 0.5 with torch 2.11: the exporter imports onnxscript._framework_apis.torch_2_11, which 0.5 lacks."""
+    def old_onnxscript(*args, **kwargs):
+        raise ModuleNotFoundError("No module named 'onnxscript._framework_apis.torch_2_11'")
+
+    monkeypatch.setattr(torch.onnx, "export", old_onnxscript)
+    out = tmp_path / "g.onnx"
+    with pytest.raises(NectarGANError) as caught:
+        export_generator(trained_run.path, fmt="onnx", output=out)
+    message = str(caught.value)
+    assert message.startswith(f"ONNX export: torch {torch.__version__} cannot use the installed onnx ")
+    assert "(No module named 'onnxscript._framework_apis.torch_2_11'); upgrade them: pip install -U onnx onnxscript" \
+        in message and "\n" not in message
+    assert not out.exists() and not list(tmp_path.iterdir())  # nothing half-written

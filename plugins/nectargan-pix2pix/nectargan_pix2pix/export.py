@@ -156,11 +156,25 @@ def export_onnx(model: torch.nn.Module, example: torch.Tensor, path: Path, opset
     import onnx
 
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
-    torch.onnx.export(model, (example,), str(path), dynamo=True, input_names=[INPUT], output_names=[OUTPUT],
-                      dynamic_shapes=({0: torch.export.Dim("batch", min=1)},), opset_version=opset,
-                      external_data=weights > PROTOBUF_LIMIT, verbose=False)
+    try:
+        torch.onnx.export(model, (example,), str(path), dynamo=True, input_names=[INPUT], output_names=[OUTPUT],
+                          dynamic_shapes=({0: torch.export.Dim("batch", min=1)},), opset_version=opset,
+                          external_data=weights > PROTOBUF_LIMIT, verbose=False)
+    except ImportError as exc:  # onnxscript older than this torch's exporter (torch 2.11 needs onnxscript 0.6)
+        versions = ", ".join(f"{name} {_installed(name)}" for name in ("onnx", "onnxscript"))
+        raise ExportError(f"ONNX export: torch {torch.__version__} cannot use the installed {versions} ({exc}); "
+                          "upgrade them: pip install -U onnx onnxscript") from None
     declared = onnx.load(str(path), load_external_data=False).opset_import
     return next(entry.version for entry in declared if entry.domain in ("", "ai.onnx"))
+
+
+def _installed(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "(not installed)"
 
 
 @contextlib.contextmanager
