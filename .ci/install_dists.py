@@ -3,6 +3,9 @@
 Globs ``plugins/*/`` and ``tests/plugins/*/`` so a new plugin folder is picked up
 without editing tox.ini. One pip call, so sibling requirements (every plugin
 needs ``nectargan-core``) resolve to these local folders, never to PyPI.
+
+    python .ci/install_dists.py            # the newest releases (constraints.txt pins torch)
+    python .ci/install_dists.py --floors   # the oldest declared ones (constraints-floors.txt)
 """
 
 from __future__ import annotations
@@ -16,18 +19,20 @@ ROOT = Path(__file__).resolve().parents[1]
 EXTRAS = {"nectargan-pix2pix": "[onnx]"}
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    floors = "--floors" in argv
     folders = [ROOT] + sorted(
         p.parent for pattern in ("plugins/*/pyproject.toml", "tests/plugins/*/pyproject.toml")
         for p in ROOT.glob(pattern)
     )
-    targets = [f"{ROOT}[test]"] + [f"{p}{EXTRAS.get(p.name, '')}" for p in folders[1:]]
-    print("installing:", ", ".join(p.name or str(p) for p in folders), flush=True)
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "-c", str(ROOT / "constraints.txt")]
-    # torch and torchvision resolve to the pinned versions in constraints.txt.
+    core_extras = "[test]" if floors else "[test,release]"  # the release tools are not part of the floors
+    targets = [f"{ROOT}{core_extras}"] + [f"{p}{EXTRAS.get(p.name, '')}" for p in folders[1:]]
+    constraints = ROOT / ("constraints-floors.txt" if floors else "constraints.txt")
+    print(f"installing ({constraints.name}):", ", ".join(p.name or str(p) for p in folders), flush=True)
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "-c", str(constraints)]
     subprocess.run(pip + targets, check=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

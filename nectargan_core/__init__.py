@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from .errors import CheckpointError, ConfigError, NectarGANError, PluginError
 from .hookspecs import hookimpl, hookspec
 
+__version__: str  # the installed nectargan-core's version, read on first access
+
 if TYPE_CHECKING:  # what _LAZY loads on first access, spelled out for type checkers and the API reference
     from .accumulation import AccumulationGroup
     from .checkpoint import load_checkpoint
@@ -28,8 +30,6 @@ if TYPE_CHECKING:  # what _LAZY loads on first access, spelled out for type chec
     from .sampling import ResumableSampler
     from .trainer import Trainer
     from .update import Update, optimizer_step
-
-__version__ = "0.1.0"
 
 _LAZY = {
     "Trainer": ("nectargan_core.trainer", "Trainer"),
@@ -58,6 +58,11 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # one source: the installed distribution's metadata (pyproject.toml)
+        from importlib.metadata import version
+
+        globals()[name] = value = version("nectargan-core")
+        return value
     if name in _LAZY:
         import importlib
 

@@ -202,8 +202,9 @@ def test_the_docstring_check_finds_a_missing_docstring(api):
         schedules["Ramp"].members["interpolate"].docstring = saved
 
 
-def test_the_docs_tools_are_in_the_test_extra():
+def test_the_docs_tools_are_in_the_docs_extra_which_the_test_extra_includes():
     text = (ROOT / "pyproject.toml").read_text()
-    extra = re.search(r"^test = \[(.*?)^\]", text, re.M | re.S).group(1)
+    docs = re.search(r"^docs = \[(.*?)^\]", text, re.M | re.S).group(1)
     for tool in ("mkdocs", "mkdocstrings[python]", "griffe-pydantic", "pymdown-extensions"):
-        assert f'"{tool}' in extra, tool
+        assert f'"{tool}' in docs, tool
+    assert '"nectargan-core[docs]"' in re.search(r"^test = \[(.*?)^\]", text, re.M | re.S).group(1)

@@ -5,4 +5,6 @@ names. Build things with :class:`nectargan_losses.manager.LossManager` (losses
 from a ``loss`` config section) and :mod:`nectargan_losses.schedules`.
 """
 
-__version__ = "0.1.0"
+from importlib.metadata import version
+
+__version__ = version("nectargan-losses")
