@@ -7,7 +7,10 @@ the third-party wheels they need at the versions this test environment runs.
 The fresh virtual environment has no checkout to fall back on (pip is given
 that index only, with no config file, find-links or constraints), and it
 already has its own torch and torchvision (a GPU image, a cluster module):
-installing NectarGAN must keep them as they are. Then the commands a user runs
+installing NectarGAN must keep them as they are. It runs on the user's Python,
+not this test's: ``NECTARGAN_USER_PYTHON`` (CI sets Python 3.13, the newest
+the distributions claim; the suite itself runs on 3.11 and the floors job on
+3.10), else this interpreter. Then the commands a user runs
 next: plugins list, a short train, test, predict, export (ONNX, from the
 ``[onnx]`` extra), a CycleGAN run, the TensorBoard visualizer and the docs
 tools' extra.
@@ -34,6 +37,8 @@ pytestmark = pytest.mark.slow
 
 #: What the user's machine brings; never part of the index, never replaced.
 OWN_TORCH = ("torch", "torchvision")
+#: The interpreter of the user's environment (see the module docstring).
+USER_PYTHON = os.environ.get("NECTARGAN_USER_PYTHON") or sys.executable
 #: What the user asks for by name.
 WANTED = ("nectargan-pix2pix[onnx]", "nectargan-cyclegan", "nectargan-visdom", "nectargan-tensorboard",
           "nectargan-core[docs]")
@@ -80,8 +85,8 @@ def index_url(tmp_path_factory):
         assert {f"{project}-0.1.0-py3-none-any.whl", f"{project}-0.1.0.tar.gz"} <= names, sorted(names)
     ours = {_normalize(name.split("-")[0]) for name in names}
     # The third-party files come from the registries this machine's pip knows (CI has them too).
-    downloaded = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(files),
+    downloaded = subprocess.run(  # wheels for the user's Python: the versions this environment runs
+        [USER_PYTHON, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(files),
          *third_party_pins(ours)], capture_output=True, text=True, env=_without_pip_settings(keep_config=True))
     assert downloaded.returncode == 0, downloaded.stderr[-3000:]
     for path in dist.iterdir():
@@ -127,9 +132,11 @@ def _torch_files(venv: Path) -> dict[str, float]:
 
 def test_a_fresh_environment_installs_by_name_keeps_its_torch_and_works(index_url, tmp_path):
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([USER_PYTHON, "-m", "venv", str(venv)], check=True)
     python, bin_dir = venv / "bin" / "python", venv / "bin"
-    # The machine's own torch, installed the way its owner did (here: from this machine's local files).
+    version = _run([str(python), "-c", "import sys; print(sys.version.split()[0])"], tmp_path, os.environ.copy())
+    print(f"user's Python: {USER_PYTHON} ({version.stdout.strip()})")
+    # The machine's own torch, installed the way its owner did (from PyPI, or this machine's local files).
     own = [f"{name}=={metadata.version(name).split('+')[0]}" for name in OWN_TORCH]
     _run([str(python), "-m", "pip", "install", "--quiet", *own], tmp_path, _without_pip_settings(keep_config=True))
     before = _torch_files(venv)
