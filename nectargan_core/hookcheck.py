@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import importlib.util
 import inspect
 import sys
+import types
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -112,7 +114,7 @@ def live_impls(obj: Any) -> list[Impl]:
     without running any of its code (:func:`nectargan_core.hookproxy.hook_implementations`)."""
     impls = []
     for name, (function, opts) in hook_implementations(obj).items():
-        code_func = inspect.unwrap(function.__func__ if inspect.ismethod(function) else function)
+        code_func, bound = _code_function(function)
         code = getattr(code_func, "__code__", None)
         if code is None:
             continue
@@ -120,7 +122,7 @@ def live_impls(obj: Any) -> list[Impl]:
         defaults = getattr(code_func, "__defaults__", None) or ()
         if defaults:
             args = args[: -len(defaults)]
-        if args and _bound_when_registered(obj, name, function):
+        if args and (bound or _bound_on_an_instance(obj, name)):
             args = args[1:]  # self or cls, which pluggy does not pass
         impls.append(Impl(
             hook=opts.get("specname") or name, function=name, args=tuple(args),
@@ -131,18 +133,35 @@ def live_impls(obj: Any) -> list[Impl]:
     return impls
 
 
-def _bound_when_registered(obj: Any, name: str, function: Any) -> bool:
-    """Whether the hook's first argument is taken by binding: a bound method, or a plain function of a class
-    (registered as an instance, where it is bound)."""
-    if inspect.ismethod(function):
-        return True
-    return inspect.isclass(obj) and not isinstance(inspect.getattr_static(obj, name, None), staticmethod)
+def _code_function(function: Any) -> tuple[Any, bool]:
+    """The function whose code pluggy reads through ``function`` (following bound methods and ``__wrapped__``),
+    and whether a bound method on the way takes its first argument (``@hookimpl`` above ``@classmethod``)."""
+    bound = False
+    for _ in range(100):
+        if inspect.ismethod(function):
+            bound, function = True, function.__func__
+            continue
+        wrapped = inspect.getattr_static(function, "__wrapped__", None)
+        if wrapped is None:
+            break
+        function = wrapped
+    return function, bound
+
+
+def _bound_on_an_instance(obj: Any, name: str) -> bool:
+    """A plain function of a class: registered as an instance, where it is bound."""
+    return isinstance(obj, type) and not isinstance(inspect.getattr_static(obj, name, None), staticmethod)
+
+
+#: Parts registered as a function that builds them; checked with isinstance, which asks the object nothing
+#: (inspect.isroutine asks the type for __get__, and a metaclass's __getattr__ would run).
+_FACTORIES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial)
 
 
 def check_object(obj: Any, label: str, family: str | None = None) -> list[str]:
     """Problems of the hooks on a class, instance or module: run hooks, or registration hooks for a
     module (unless ``family`` says which)."""
-    if inspect.isroutine(obj):  # a factory: what it builds is only known when it runs
+    if isinstance(obj, _FACTORIES):  # a factory: what it builds is only known when it runs
         return []
     family = family or ("registration" if inspect.ismodule(obj) else "run")
     return problems_of(live_impls(obj), label, family)

@@ -9,7 +9,7 @@ without running any of the part's code: the proxy's own attributes are the
 hook implementations, found statically here and bound the way Python binds them.
 
 The proxy is also where a visualizer or callback is guarded (see
-:mod:`nectargan_core.guard`); other attribute reads reach the part itself.
+:mod:`nectargan_core.guard`); :func:`part_of` gives back the part itself.
 """
 
 from __future__ import annotations
@@ -124,18 +124,16 @@ def _marked(function: Callable[..., Any], options: dict[str, Any]) -> Callable[.
 
 
 class HookProxy:
-    """Stands in for ``part`` in a plugin manager; its own attributes are the part's hook implementations."""
+    """Stands in for a part in a plugin manager: its attributes are the part's hook implementations, and nothing
+    else pluggy could look into. pluggy up to 1.6 reads every attribute the proxy lists and asks
+    ``hasattr(plugin, hook)`` of every registered object, so the proxy forwards nothing to the part and keeps
+    the part behind a function (:func:`part_of`): a part's ``__getattr__``, or its metaclass's, never runs."""
 
     def __init__(self, part: Any, label: str, hooks: dict[str, Callable[..., Any]]) -> None:
-        object.__setattr__(self, "_part", part)
+        object.__setattr__(self, "_part", lambda: part)
         object.__setattr__(self, "_label", label)
         for name, function in hooks.items():
             object.__setattr__(self, name, function)
-
-    def __getattr__(self, name: str) -> Any:  # only for names the proxy itself lacks
-        if name.startswith("__"):  # pluggy asks for __name__ and the like: the proxy's own answer, not the part's
-            raise AttributeError(name)
-        return getattr(object.__getattribute__(self, "_part"), name)
 
     def __repr__(self) -> str:
         return f"<hooks of {self._label}>"
@@ -157,4 +155,4 @@ def object_name(part: Any) -> str:
 
 def part_of(plugin: Any) -> Any:
     """The part a registered plugin object stands for (the object itself when it is no proxy)."""
-    return object.__getattribute__(plugin, "_part") if isinstance(plugin, HookProxy) else plugin
+    return object.__getattribute__(plugin, "_part")() if type(plugin) is HookProxy else plugin

@@ -9,6 +9,7 @@ import torch
 
 from nectargan_core import Run, hookimpl, load_checkpoint, read_metrics
 from nectargan_core.errors import CheckpointError, PluginError
+from nectargan_core.hookproxy import part_of
 from nectargan_core.init_from import InitFromError
 from nectargan_core.rundir import RunDir
 
@@ -89,7 +90,7 @@ def test_resume_is_exact(tmp_path, stop):
     overrides = ["loop.epochs=3", "loop.max_steps=null"]
     resumed = Run.resume(interrupted.dir, overrides=overrides).fit()
 
-    counter = resumed.pm.get_plugin("callback:counter")
+    counter = part_of(resumed.pm.get_plugin("callback:counter"))
     assert counter.restored == (3 if "max_steps" in stop else 2)
     assert counter.steps == 6
     a, ca = weights(straight.trainer.last_checkpoint)

@@ -131,7 +131,7 @@ def test_the_proxy_holds_only_hooks_and_reads_the_rest_from_the_part(getattr_dis
     trap = Trap()
     proxy = proxy_for(trap, "callback 'trap'")
     assert isinstance(proxy, HookProxy) and part_of(proxy) is trap and part_of(trap) is trap
-    assert proxy.seen is trap.seen  # other attributes reach the part
+    assert not hasattr(proxy, "seen")  # nothing is forwarded: pluggy's hasattr() must not reach the part
     pm = pluggy.PluginManager(PROJECT_NAME)
     pm.add_hookspecs(RunSpecs)
     pm.register(proxy, name="callback:trap")
@@ -226,3 +226,87 @@ def test_installed_visualizers_and_callbacks_train_under_getattr_discovery(
     run = Run.create(config).fit()
     assert (run.dir / "trapped-parts.txt").read_text() == f"Trapped{kind[:-1].title()} 2"
     assert isinstance(run.pm.get_plugin(f"{kind[:-1]}:trapped"), HookProxy)
+
+
+class _LoudMeta(type):
+    def __getattr__(cls, name):
+        raise RuntimeError(f"metaclass __getattr__({name!r}) ran")
+
+
+class MetaPart(metaclass=_LoudMeta):
+    """Looking an attribute up on the class (hasattr(type(part), '__get__')) would run the metaclass."""
+
+    def __init__(self):
+        self.epochs = []
+
+    @hookimpl
+    def on_epoch_end(self, epoch):
+        self.epochs.append(epoch)
+
+
+class ClassMethodAbove:
+    """The marker above @classmethod: pluggy 1.7 registers it bound to the class."""
+
+    seen: list = []
+
+    @hookimpl
+    @classmethod
+    def on_train_start(cls, trainer):
+        cls.seen.append(trainer.name)
+
+
+def _toy_config(tmp_path):
+    return {"trainer": "toy", "run": {"output_dir": str(tmp_path / "runs"), "name": "toy", "seed": 3, "device": "cpu"},
+            "loop": {"epochs": 2, "log_every_steps": 1}, "toy": {"samples": 4, "batch_size": 2, "val_samples": 2},
+            "visualizers": []}
+
+
+@pytest.mark.parametrize("discovery", ["installed", "getattr"])
+def test_a_metaclass_getattr_and_a_marker_above_classmethod_register_like_pluggy_1_7(discovery, request, tmp_path):
+    if discovery == "getattr":
+        request.getfixturevalue("getattr_discovery")
+    meta, ClassMethodAbove.seen = MetaPart(), []
+    Run.create(_toy_config(tmp_path), plugins=[meta, ClassMethodAbove()]).fit()
+    assert meta.epochs == [0, 1]
+    assert ClassMethodAbove.seen == ["toy"]
+
+
+LAZY_MODULE_PLUGIN = """
+from nectargan_core import hookimpl
+
+@hookimpl
+def register_losses(register):
+    register("lazy_l1", "torch.nn:L1Loss", description="an L1 loss from a plugin with a module __getattr__")
+
+def __getattr__(name):  # PEP 562: a lazily importing plugin module
+    if name.startswith("__") and name.endswith("__"):
+        raise AttributeError(name)
+    raise RuntimeError(f"module __getattr__({name!r}) ran while plugins loaded")
+"""
+
+
+@pytest.mark.parametrize("discovery", ["installed", "getattr"])
+def test_a_plugin_module_getattr_never_runs_and_blames_nobody(discovery, request, fake_dist, host_factory, cli):
+    """pluggy <= 1.6's subset_hook_caller asks hasattr(plugin, hook) of every registered plugin: with the proxy
+    forwarding to the module, its __getattr__ ran and the other plugins' registrations failed."""
+    if discovery == "getattr":
+        request.getfixturevalue("getattr_discovery")
+        monkeypatch = request.getfixturevalue("monkeypatch")
+        monkeypatch.setattr(pluggy.PluginManager, "subset_hook_caller", _old_subset_hook_caller)
+    site = fake_dist("fake-lazy", "fake_lazy", LAZY_MODULE_PLUGIN)
+    host = host_factory()
+    broken = {key: info.errors for key, info in host.plugins.items() if info.status != "loaded"}
+    assert broken == {}
+    assert host.registry.get("loss", "lazy_l1").provider == "fake_lazy"
+    if discovery == "installed":  # and the CLI, in a real process, with its commands from every plugin
+        listed = cli("plugins", "list", env={"PYTHONPATH": str(site)})
+        assert listed.returncode == 0 and "fake_lazy (fake-lazy 0.1) [loaded]" in listed.stdout, listed.stderr
+
+
+def _old_subset_hook_caller(self, name, remove_plugins):
+    """pluggy 1.3-1.6's first step of ``subset_hook_caller``: it asks every plugin to remove ``hasattr(plug, name)``."""
+    {plug for plug in remove_plugins if hasattr(plug, name)}  # noqa: B018 - the lookup is the point
+    return _NEW_SUBSET(self, name, remove_plugins)
+
+
+_NEW_SUBSET = pluggy.PluginManager.subset_hook_caller
