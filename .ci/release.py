@@ -19,7 +19,9 @@ per release.
 
 from __future__ import annotations
 
+import argparse
 import html
+import importlib.util
 import re
 import shutil
 import subprocess
@@ -53,8 +55,9 @@ def names() -> set[str]:
 
 
 def _pin_pattern(ours: set[str]) -> re.Pattern[str]:
+    """A requirement of one of ``ours`` as an item of a TOML array: a line that starts with the quoted string."""
     alternatives = "|".join(sorted(re.escape(name) for name in ours))
-    return re.compile(rf'"({alternatives})(\[[^\]]*\])?(==[^";]*)?(\s*;[^"]*)?"')
+    return re.compile(rf'^(\s+)"({alternatives})(\[[^\]]*\])?(==[^";]*)?(\s*;[^"]*)?"', re.M)
 
 
 def check() -> list[str]:
@@ -65,6 +68,10 @@ def check() -> list[str]:
     problems = []
     for folder, project in all_projects.items():
         where = (folder / "pyproject.toml").relative_to(ROOT)
+        if not re.fullmatch(r"nectargan-[a-z0-9]+(-[a-z0-9]+)*", project["name"]) or (
+                folder != ROOT and project["name"] != folder.name):
+            problems.append(f"{where}: name {project['name']!r} is not the distribution's name"
+                            + ("" if folder == ROOT else f" ({folder.name!r})"))
         if project["version"] != version:
             problems.append(f"{where}: version {project['version']} but nectargan-core is {version}")
         requirements = list(project.get("dependencies", []))
@@ -85,7 +92,7 @@ def set_version(version: str) -> None:
         path = folder / "pyproject.toml"
         text = VERSION_LINE.sub(f'version = "{version}"', path.read_text(), count=1)
         if folder != ROOT:
-            text = pins.sub(lambda m: f'"{m.group(1)}{m.group(2) or ""}=={version}{m.group(4) or ""}"', text)
+            text = pins.sub(lambda m: f'{m.group(1)}"{m.group(2)}{m.group(3) or ""}=={version}{m.group(5) or ""}"', text)
         path.write_text(text)
     print(f"version {version} set in {len(folders())} distributions; add a '## {version}' section to CHANGELOG.md")
 
@@ -95,6 +102,16 @@ def build(out: Path, isolation: bool) -> list[Path]:
     problems = check()
     if problems:
         raise SystemExit("\n".join(f"error: {line}" for line in problems))
+    missing = [tool for tool in ("build", "twine") if importlib.util.find_spec(tool) is None]
+    if missing:
+        raise SystemExit(f"error: {' and '.join(missing)} not installed; install the release tools: "
+                         "pip install -e '.[release]'")
+    version = projects()[ROOT]["version"]
+    stale = sorted(p.name for p in out.glob("nectargan*") if f"-{version}" not in p.name) if out.is_dir() else []
+    if stale:
+        raise SystemExit(f"error: {out} holds files of other versions ({', '.join(stale[:3])}"
+                         f"{', ...' if len(stale) > 3 else ''}); remove them or build into another --out, "
+                         "so that an upload of the folder publishes only this version")
     out.mkdir(parents=True, exist_ok=True)
     for folder in folders():
         command = [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(folder)]
@@ -111,6 +128,8 @@ def build(out: Path, isolation: bool) -> list[Path]:
 
 def write_index(dist: Path, index: Path) -> None:
     """A PEP 503 simple index in ``index``: ``index/<project>/`` lists the project's files in ``dist``."""
+    if not dist.is_dir():
+        raise SystemExit(f"error: {dist}: no such folder; build first: python .ci/release.py build --out {dist}")
     projects: dict[str, list[Path]] = {}
     for path in sorted(dist.iterdir()):
         if path.suffix == ".whl":
@@ -134,30 +153,38 @@ def write_index(dist: Path, index: Path) -> None:
     (index / "index.html").write_text(f"<!DOCTYPE html><html><body>{''.join(links)}</body></html>\n")
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, as everywhere in the project
+        self.exit(2, f"error: {message}; see: python .ci/{self.prog} --help\n")
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0
-    command, args = argv[0], argv[1:]
-    if command == "version" and len(args) == 1:
-        set_version(args[0])
-    elif command == "check" and not args:
+    parser = _Parser(prog="release.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    version = commands.add_parser("version", help="set the version of every distribution and their pins")
+    version.add_argument("version")
+    commands.add_parser("check", help="every distribution agrees on the version and the pins")
+    built = commands.add_parser("build", help="wheels and sdists of all, then twine check --strict")
+    built.add_argument("--out", type=Path, default=ROOT / "dist", help="the folder (default: dist/)")
+    built.add_argument("--no-isolation", action="store_true", help="build with the installed setuptools")
+    index = commands.add_parser("index", help="a PEP 503 simple index of a folder of distributions")
+    index.add_argument("dist", type=Path)
+    index.add_argument("index", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "version":
+        set_version(args.version)
+    elif args.command == "check":
         problems = check()
         for line in problems:
             print(f"error: {line}", file=sys.stderr)
         if problems:
             return 1
         print(f"{len(folders())} distributions at version {projects()[ROOT]['version']}")
-    elif command == "build":
-        out = Path(args[args.index("--out") + 1]) if "--out" in args else ROOT / "dist"
-        for path in build(out, isolation="--no-isolation" not in args):
+    elif args.command == "build":
+        for path in build(args.out, isolation=not args.no_isolation):
             print(path)
-    elif command == "index" and len(args) == 2:
-        write_index(Path(args[0]), Path(args[1]))
     else:
-        print(f"error: unknown or incomplete command {' '.join(argv)!r}; see: python .ci/release.py --help",
-              file=sys.stderr)
-        return 2
+        write_index(args.dist, args.index)
     return 0
 
 

@@ -26,7 +26,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
+from .brokenimports import failed_package, install_hint
 from .errors import NameConflictError, PluginError
+from .first_party import provider_hint
 from .lazy import resolve
 
 #: Kind of part -> the registration hook that provides it.
@@ -75,9 +77,17 @@ class Component:
         try:
             return resolve(self.ref)
         except (ImportError, AttributeError, ValueError) as exc:
+            own = (self.ref.split(":")[0].split(".")[0],) if isinstance(self.ref, str) else ()
+            culprit = failed_package(exc, own)
+            if culprit is None:
+                advice = f"{exc}; reinstall or disable that plugin"
+            elif isinstance(exc, ModuleNotFoundError):
+                advice = f"{exc}; install it ({install_hint(culprit)}), or disable that plugin"
+            else:
+                advice = (f"importing {culprit} failed: {exc}; install a {culprit} that works with the other "
+                          "installed packages (pip check says which conflict), or disable that plugin")
             raise PluginError(
-                f"{self.kind} '{self.name}' from plugin '{self.provider}' cannot be loaded: "
-                f"{exc}; reinstall or disable that plugin"
+                f"{self.kind} '{self.name}' from plugin '{self.provider}' cannot be loaded: {advice}"
             ) from exc
 
     @property
@@ -298,8 +308,11 @@ class Registry:
             return f"no plugin '{owner}' provides a {label or kind} '{bare}'; it is provided as {providers}"
         hint = self._recording.hints.get((kind, bare)) if self._recording is not None else None
         message = unknown_name_message(label or kind, name, self.listing(kind, among))
+        install = provider_hint(kind, bare) if not provided else None
         if hint:
             message = message.replace("; available:", f"; {hint}; available:", 1)
+        elif install and "(did you mean" not in message:  # a part of ours whose distribution is not installed
+            message = message.replace("; available:", f" ({install}); available:", 1)
         return message
 
     # -- recording and pinning -------------------------------------------

@@ -10,6 +10,7 @@ it is the user's to fix, whichever command met it.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import traceback
 
@@ -17,7 +18,9 @@ import click
 
 from .. import __version__
 from ..atomic import describe_os_error
+from ..brokenimports import describe as describe_import_error
 from ..errors import NectarGANError
+from ..first_party import provider_hint
 from ..plugins import get_plugins
 from ..text import printable
 from .config_cmd import config_group
@@ -94,6 +97,10 @@ def main(argv: list[str] | None = None) -> None:
         message = error.format_message()
         if isinstance(error, click.NoSuchOption):  # click 8.1 says "No such option: --x", later ones "... '--x'"
             message = f"No such option '{error.option_name}'" + message[len(error.message):]
+        command = re.match(r"No such command '([^']+)'", message)
+        install = provider_hint("command", command.group(1)) if command and where == "nectargan" else None
+        if install:  # a command of one of our plugins, which is not installed
+            message = f"No such command '{command.group(1)}' ({install})"
         message = " ".join(message.split()).rstrip(".")
         click.echo(f"error: {printable(message)} (see: {printable(where)} --help)", err=True)
         sys.exit(error.exit_code)
@@ -102,6 +109,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(error.exit_code)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
+    except ImportError as error:  # a dependency missing (--no-deps) or broken by another (numpy 2 under matplotlib 3.6)
+        line = describe_import_error(error)
+        if line is None:
+            raise
+        failure = NectarGANError(line)
+        failure.__cause__ = error  # what --traceback shows
+        sys.exit(report(debugged(failure)))
     except (OSError, RuntimeError) as error:  # RuntimeError: torch reports a failed write() as one
         line = describe_os_error(error)
         if line is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import pytest
@@ -203,3 +204,34 @@ def test_list_hides_builtins_unless_all(cli):
     everything = json.loads(cli("plugins", "list", "--json", "--all").stdout)
     assert "core" not in {p["name"] for p in plain}
     assert "core" in {p["name"] for p in everything}
+
+
+@pytest.mark.parametrize("dependency, line", [
+    ("import json\njson.string_  # as tensorboard 2.16 with numpy 2: np.string_ is gone\n",
+     "importing fake_dep failed: module 'json' has no attribute 'string_'; install a fake_dep that works with the "
+     "other installed packages (pip check says which conflict), or disable that plugin"),
+    ("import fake_not_installed\n",
+     "No module named 'fake_not_installed'; install it (pip install fake_not_installed), or disable that plugin"),
+    (None, "module 'types' has no attribute 'NoSuchType'; reinstall or disable that plugin"),
+], ids=["broken-dependency", "missing-dependency", "own-bug"])
+def test_a_part_that_cannot_be_loaded_says_whose_fault_it_is(fake_dist, tmp_path, dependency, line):
+    """"Reinstall that plugin" was the advice for every failure, also when a dependency of the plugin failed."""
+    from nectargan_core import Run
+
+    source = ("import fake_dep\n" if dependency is not None else "") + \
+        "from nectargan_core import hookimpl\nclass Viz:\n    pass\n" + \
+        "@hookimpl\ndef register_visualizers(register):\n    register('fakeviz', 'fake_viz_mod:Viz')\n"
+    viz_module = "fake_viz_mod"
+    fake_dist("fake-viz", "fake_viz_plugin", "from nectargan_core import hookimpl\n"
+              "@hookimpl\ndef register_visualizers(register):\n"
+              f"    register('fakeviz', '{viz_module}:{'Viz' if dependency is not None else 'broken'}')\n")
+    if dependency is not None:
+        (tmp_path / "site" / "fake_dep.py").write_text(dependency)
+    (tmp_path / "site" / f"{viz_module}.py").write_text(source if dependency is not None else
+                                                        "import types\nbroken = types.NoSuchType\n")
+    config = {"trainer": "toy", "run": {"output_dir": str(tmp_path / "runs"), "device": "cpu"},
+              "toy": {"samples": 2, "batch_size": 2, "val_samples": 0}, "visualizers": ["fakeviz"]}
+    importlib.invalidate_caches()  # the folder's listing may be cached from within the same mtime tick
+    with pytest.raises(PluginError) as caught:
+        Run.create(config)
+    assert str(caught.value) == f"visualizer 'fakeviz' from plugin 'fake_viz_plugin' cannot be loaded: {line}"

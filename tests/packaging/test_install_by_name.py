@@ -23,7 +23,9 @@ import os
 import re
 import subprocess
 import sys
+import tarfile
 import threading
+import zipfile
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from importlib import metadata
 from pathlib import Path
@@ -83,6 +85,13 @@ def index_url(tmp_path_factory):
     for project in ("nectargan_core", "nectargan_models", "nectargan_losses", "nectargan_pix2pix",
                     "nectargan_cyclegan", "nectargan_visdom", "nectargan_tensorboard"):
         assert {f"{project}-0.1.0-py3-none-any.whl", f"{project}-0.1.0.tar.gz"} <= names, sorted(names)
+    for wheel in dist.glob("*.whl"):  # the licence text travels with every wheel (and sdist)
+        with zipfile.ZipFile(wheel) as archive:
+            assert any(n.endswith((".dist-info/licenses/LICENSE", ".dist-info/LICENSE")) for n in archive.namelist()), \
+                wheel.name
+    for sdist in dist.glob("*.tar.gz"):
+        with tarfile.open(sdist) as archive:
+            assert any(n.endswith("/LICENSE") and n.count("/") == 1 for n in archive.getnames()), sdist.name
     ours = {_normalize(name.split("-")[0]) for name in names}
     # The third-party files come from the registries this machine's pip knows (CI has them too).
     downloaded = subprocess.run(  # wheels for the user's Python: the versions this environment runs

@@ -1,0 +1,46 @@
+"""What the project's own plugin distributions provide, for one hint: which one to install.
+
+A user who follows the CycleGAN guide with only ``nectargan-pix2pix`` installed
+gets ``unknown trainer 'cyclegan'``; naming the distribution saves a search.
+This is data, not a dependency: the core imports none of these plugins, and
+``tests/packaging/test_first_party.py`` checks the table against what the
+installed distributions really register, so it cannot drift.
+"""
+
+from __future__ import annotations
+
+#: distribution -> kind -> names; "command" is a top-level ``nectargan`` command.
+PROVIDED: dict[str, dict[str, frozenset[str]]] = {
+    "nectargan-pix2pix": {
+        "trainer": frozenset({"pix2pix"}),
+        "dataset": frozenset({"paired"}),
+        "preset": frozenset({"pix2pix-reference", "pix2pix-tiny"}),
+        "command": frozenset({"data", "test", "predict", "export"}),
+    },
+    "nectargan-cyclegan": {
+        "trainer": frozenset({"cyclegan"}),
+        "dataset": frozenset({"unpaired"}),
+        "preset": frozenset({"cyclegan-reference"}),
+    },
+    "nectargan-models": {
+        "model": frozenset({"unet_256", "unet_128", "unet", "resnet_9blocks", "resnet_6blocks", "resnet",
+                            "patchgan_70", "patchgan", "pixelgan"}),
+        "command": frozenset({"models"}),
+    },
+    "nectargan-losses": {
+        "loss": frozenset({"l1", "l2", "smooth_l1", "charbonnier", "sobel", "laplacian", "ssim", "vgg", "vanilla",
+                           "lsgan", "hinge", "wgan-gp"}),
+        "loss_spec": frozenset({"basic", "extended", "basic+vgg", "extended+vgg"}),
+        "schedule": frozenset({"constant", "linear", "exponential", "cosine", "warmup", "pix2pix_linear"}),
+    },
+    "nectargan-visdom": {"visualizer": frozenset({"visdom"}), "command": frozenset({"visdom"})},
+    "nectargan-tensorboard": {"visualizer": frozenset({"tensorboard"})},
+}
+
+
+def provider_hint(kind: str, name: str) -> str | None:
+    """``it comes with nectargan-cyclegan: pip install nectargan-cyclegan``, or None for a name of nobody's."""
+    for distribution, kinds in PROVIDED.items():
+        if name in kinds.get(kind, ()):
+            return f"it comes with {distribution}: pip install {distribution}"
+    return None
