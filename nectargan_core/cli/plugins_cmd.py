@@ -237,7 +237,8 @@ def uninstall_plugins(names: tuple[str, ...]) -> None:
       nectargan plugins uninstall nectargan-sharpness
     """
     wanted = {normalize(name) for name in names}
-    listed = [e for e in _fresh_plugin_list() if _matches(e, wanted)]
+    earlier = _fresh_plugin_list()
+    listed = [e for e in earlier if _matches(e, wanted)]
     unknown = wanted - {normalize(e[key] or "") for e in listed for key in ("name", "distribution")}
     if unknown:
         raise PluginError(f"no installed plugin named {', '.join(sorted(unknown))}; see 'nectargan plugins list'")
@@ -245,8 +246,18 @@ def uninstall_plugins(names: tuple[str, ...]) -> None:
         raise PluginError("the core's built-in plugins are part of nectargan-core and cannot be uninstalled")
     distributions = sorted({normalize(e["distribution"]) for e in listed if e["distribution"]})
     _pip("uninstall", "--yes", *distributions)
-    left = [e for e in _fresh_plugin_list() if _matches(e, wanted)]
+    after = _fresh_plugin_list()
+    left = [e for e in after if _matches(e, wanted)]
     if left:
         raise PluginError(f"still installed: {', '.join(e['name'] for e in left)} "
                           "(installed in another location on sys.path?)")
     click.echo(f"uninstalled: {', '.join(distributions)}")
+    loaded_before = {(e["name"], e["distribution"]) for e in earlier if e["status"] == "loaded"}
+    broken = [e for e in after if e["status"] == "error" and (e["name"], e["distribution"]) in loaded_before]
+    for entry in broken:  # a plugin that needed what was uninstalled (cyclegan without pix2pix)
+        click.echo(f"no longer loads: {entry['name']} ({entry['distribution']} {entry['version']})")
+        for line in entry["errors"]:
+            click.echo(f"  error: {line}")
+    if broken:
+        raise PluginError(f"uninstalled, but {', '.join(e['distribution'] or e['name'] for e in broken)} needed it "
+                          "and no longer loads (see above): uninstall that too, or install again what it needs")

@@ -68,6 +68,37 @@ def test_install_reports_pip_failure():
     assert "error: pip install failed with exit code 1" in failed.stderr
 
 
+def test_uninstalling_what_another_plugin_needs_names_the_plugin_that_no_longer_loads(probe, tmp_path):
+    """The way nectargan-cyclegan stopped loading, silently, once nectargan-pix2pix was uninstalled."""
+    dependent = tmp_path / "dependent"
+    (dependent / "nectargan_authkit_dependent").mkdir(parents=True)
+    (dependent / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=77"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "nectargan-authkit-dependent"\nversion = "0.1.0"\n'
+        '[project.entry-points.nectargan]\nauthkit_dependent = "nectargan_authkit_dependent.plugin"\n')
+    (dependent / "nectargan_authkit_dependent" / "__init__.py").write_text("")
+    (dependent / "nectargan_authkit_dependent" / "plugin.py").write_text(
+        "import nectargan_authkit_probe  # needs the probe plugin\nfrom nectargan_core import hookimpl\n\n"
+        "@hookimpl\ndef register_losses(register):\n"
+        "    register('authkit_dependent', 'nectargan_authkit_probe.loss:CharbonnierLoss')\n")
+    try:
+        for folder in (probe, dependent):
+            installed = run_cli("plugins", "install", "--quiet", "--no-deps", "--no-build-isolation", str(folder))
+            assert installed.returncode == 0, installed.stdout + installed.stderr
+        removed = run_cli("plugins", "uninstall", "authkit_probe")
+        assert removed.returncode == 1
+        assert removed.stdout.split("Successfully uninstalled nectargan-authkit-probe-0.1.0\n")[-1].startswith(
+            f"uninstalled: {DISTRIBUTION}\n"
+                                         "no longer loads: authkit_dependent (nectargan-authkit-dependent 0.1.0)\n"
+                                         "  error: import of 'nectargan_authkit_dependent.plugin' failed: "
+                                         "ModuleNotFoundError: No module named 'nectargan_authkit_probe'"), removed.stdout
+        assert removed.stderr == ("error: uninstalled, but nectargan-authkit-dependent needed it and no longer loads "
+                                  "(see above): uninstall that too, or install again what it needs\n")
+    finally:
+        subprocess.run([sys.executable, "-m", "pip", "uninstall", "--yes", "--quiet", "nectargan-authkit-dependent"],
+                       capture_output=True, timeout=120)
+
+
 def test_uninstall_refuses_unknown_names_and_the_core():
     unknown = run_cli("plugins", "uninstall", "authkit_never_installed")
     assert (unknown.returncode, unknown.stderr) == (
