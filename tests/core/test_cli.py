@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -193,13 +194,23 @@ def test_second_sigint_stops_at_once_without_damage(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     run_dir = tmp_path / "runs" / "cli" / "version_0"
     deadline = time.time() + 60
+    lines: list[str] = []
+    readers = [threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True),
+               threading.Thread(target=proc.stdout.read, daemon=True)]
+    for reader in readers:
+        reader.start()
     while time.time() < deadline and not list((run_dir / "checkpoints").glob("epoch*.pt")):
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    time.sleep(0.1)
+    # Two signals that arrive before Python runs its handler are one: send the second once the first is heard.
+    while time.time() < deadline and not any("SIGINT received" in line for line in lines):
+        time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
     started = time.time()
-    out, err = proc.communicate(timeout=30)
+    proc.wait(timeout=30)
+    for reader in readers:
+        reader.join(10)
+    err = "".join(lines)
     assert time.time() - started < 5
     assert proc.returncode == 130, err
     assert "Traceback" not in err

@@ -9,6 +9,7 @@ import pytest
 
 from nectargan_visdom.server import missing_assets
 from support import run_cli
+from visdom_helpers import wait_until
 
 
 def outbound_address() -> str | None:
@@ -23,8 +24,9 @@ def outbound_address() -> str | None:
 
 
 def test_serve_starts_offline_on_loopback(visdom_server):
-    log = visdom_server.log_text()
-    assert f"visdom: serving http://127.0.0.1:{visdom_server.port}" in log
+    # The port accepts connections from listen() on; the line is printed just after: wait for it.
+    line = f"visdom: serving http://127.0.0.1:{visdom_server.port}"
+    log = wait_until(lambda: (text := visdom_server.log_text()) and line in text and text, 30, f"'{line}' in the log")
     # The page's browser assets ship with the package: none missing, so no warning about them.
     assert missing_assets() == []
     assert "browser assets" not in log
