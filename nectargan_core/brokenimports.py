@@ -18,19 +18,23 @@ DISTRIBUTIONS = {"PIL": "pillow", "yaml": "pyyaml", "websocket": "websocket-clie
 
 
 def failed_package(exc: BaseException, own: tuple[str, ...] = ()) -> str | None:
-    """The top-level package that is missing (ModuleNotFoundError) or in whose code ``exc`` was raised:
-    the outermost frame outside NectarGAN, ``own`` and the standard library; None when there is none."""
-    skipped = ("nectargan_", "nectargan", "click", "importlib", "builtins", *own)
+    """The top-level package that is missing (ModuleNotFoundError), or whose module was being imported when
+    ``exc`` was raised: the innermost module body (``<module>`` frame) outside NectarGAN, ``own`` and the
+    standard library. matplotlib built for numpy 1 fails in its own module body, called from torchmetrics,
+    called from a hook that pluggy calls: the one to blame is matplotlib. None when no such frame exists."""
+    skipped = ("nectargan", "importlib", "builtins", *own)
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         top = exc.name.split(".")[0]
         return None if top.startswith(skipped) else top
+    culprit = None
     frame: TracebackType | None = exc.__traceback__
     while frame is not None:
         top = str(frame.tb_frame.f_globals.get("__name__", "")).split(".")[0]
-        if top and not top.startswith(skipped) and top not in sys.stdlib_module_names:
-            return top
+        if frame.tb_frame.f_code.co_name == "<module>" and top and not top.startswith(skipped) \
+                and top not in sys.stdlib_module_names:
+            culprit = top
         frame = frame.tb_next
-    return None
+    return culprit
 
 
 def install_hint(package: str) -> str:
@@ -48,5 +52,21 @@ def describe(exc: ImportError) -> str | None:
     if isinstance(exc, ModuleNotFoundError):
         return f"{package} is not installed ({exc}); install it: {install_hint(package)}"
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return (f"importing {package} failed: {reason}; install a {package} that works with the other installed "
-            "packages (pip check says which conflict)")
+    return (f"importing {package} failed: {reason}; install a version of {package} that works with the installed "
+            f"packages (usually a newer one: pip install -U {DISTRIBUTIONS.get(package, package)})")
+
+
+def describe_mismatch(exc: BaseException) -> str | None:
+    """One line for a torchvision built for another torch (it registers operators that torch does not have:
+    "operator torchvision::nms does not exist"), or None for any other error."""
+    text = str(exc)
+    if not (isinstance(exc, RuntimeError) and "torchvision::" in text and "does not exist" in text):
+        return None
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = f"torchvision {version('torchvision')} does not fit torch {version('torch')}"
+    except PackageNotFoundError:
+        installed = "torchvision does not fit the installed torch"
+    return (f"{installed} ({text.strip().splitlines()[0]}); install the torchvision built for this torch, from the "
+            "same index or channel as torch")

@@ -9,32 +9,37 @@ installed distributions really register, so it cannot drift.
 
 from __future__ import annotations
 
-#: distribution -> kind -> names; "command" is a top-level ``nectargan`` command.
+#: distribution -> kind -> names; "command" is a top-level ``nectargan`` command, "plugin" the entry-point name.
 PROVIDED: dict[str, dict[str, frozenset[str]]] = {
     "nectargan-pix2pix": {
+        "plugin": frozenset({"pix2pix"}),
         "trainer": frozenset({"pix2pix"}),
         "dataset": frozenset({"paired"}),
         "preset": frozenset({"pix2pix-reference", "pix2pix-tiny"}),
         "command": frozenset({"data", "test", "predict", "export"}),
     },
     "nectargan-cyclegan": {
+        "plugin": frozenset({"cyclegan"}),
         "trainer": frozenset({"cyclegan"}),
         "dataset": frozenset({"unpaired"}),
         "preset": frozenset({"cyclegan-reference"}),
     },
     "nectargan-models": {
+        "plugin": frozenset({"models"}),
         "model": frozenset({"unet_256", "unet_128", "unet", "resnet_9blocks", "resnet_6blocks", "resnet",
                             "patchgan_70", "patchgan", "pixelgan"}),
         "command": frozenset({"models"}),
     },
     "nectargan-losses": {
+        "plugin": frozenset({"losses"}),
         "loss": frozenset({"l1", "l2", "smooth_l1", "charbonnier", "sobel", "laplacian", "ssim", "vgg", "vanilla",
                            "lsgan", "hinge", "wgan-gp"}),
         "loss_spec": frozenset({"basic", "extended", "basic+vgg", "extended+vgg"}),
         "schedule": frozenset({"constant", "linear", "exponential", "cosine", "warmup", "pix2pix_linear"}),
     },
-    "nectargan-visdom": {"visualizer": frozenset({"visdom"}), "command": frozenset({"visdom"})},
-    "nectargan-tensorboard": {"visualizer": frozenset({"tensorboard"})},
+    "nectargan-visdom": {"plugin": frozenset({"visdom"}), "visualizer": frozenset({"visdom"}),
+                         "command": frozenset({"visdom"})},
+    "nectargan-tensorboard": {"plugin": frozenset({"tensorboard"}), "visualizer": frozenset({"tensorboard"})},
 }
 
 

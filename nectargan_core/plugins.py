@@ -42,6 +42,7 @@ import pluggy
 
 from . import hookcheck, hookspecs
 from .errors import NameConflictError, PluginError
+from .first_party import provider_hint
 from .hookproxy import object_name, proxy_for
 from .registry import HOOK_TO_KIND, QUALIFIER, Component, Registry, normalize, qualified_names
 
@@ -359,6 +360,8 @@ class PluginHost:
                 return info
         close = difflib.get_close_matches(name, [i.name for i in self.plugins.values()], n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
+        install = provider_hint("plugin", name) or provider_hint("plugin", normalize(name).removeprefix("nectargan-"))
+        hint += f"; {install}" if install else ""
         raise PluginError(f"no plugin named '{name}'{hint}; see 'nectargan plugins list --all'")
 
     def add_commands(self, cli: Any) -> None:

@@ -84,8 +84,8 @@ class Component:
             elif isinstance(exc, ModuleNotFoundError):
                 advice = f"{exc}; install it ({install_hint(culprit)}), or disable that plugin"
             else:
-                advice = (f"importing {culprit} failed: {exc}; install a {culprit} that works with the other "
-                          "installed packages (pip check says which conflict), or disable that plugin")
+                advice = (f"importing {culprit} failed: {exc}; install a version of {culprit} that works with the "
+                          f"installed packages (usually a newer one: pip install -U {culprit}), or disable that plugin")
             raise PluginError(
                 f"{self.kind} '{self.name}' from plugin '{self.provider}' cannot be loaded: {advice}"
             ) from exc
@@ -213,6 +213,12 @@ class Registry:
         """Whether ``name`` (bare or qualified) names at least one registered part."""
         return bool(self._candidates(kind, name)[0])
 
+    def install_advice(self, kind: str, name: str) -> str:
+        """What to install for a part named ``name`` that is not registered: the project's own distribution that
+        provides it, else the generic advice."""
+        return provider_hint(kind, str(name).rpartition(QUALIFIER)[2]) or (
+            f"install the plugin that provides it (nectargan plugins list shows the {kind}s)")
+
     def providers(self, kind: str, name: str) -> list[Component]:
         """Every part registered as ``name`` (bare), in loading order."""
         return list(self._parts[kind].get(name, ()))
@@ -311,8 +317,8 @@ class Registry:
         install = provider_hint(kind, bare) if not provided else None
         if hint:
             message = message.replace("; available:", f"; {hint}; available:", 1)
-        elif install and "(did you mean" not in message:  # a part of ours whose distribution is not installed
-            message = message.replace("; available:", f" ({install}); available:", 1)
+        elif install:  # a part of ours whose distribution is not installed
+            message = message.replace("; available:", f"; {install}; available:", 1)
         return message
 
     # -- recording and pinning -------------------------------------------

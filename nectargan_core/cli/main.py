@@ -19,6 +19,7 @@ import click
 from .. import __version__
 from ..atomic import describe_os_error
 from ..brokenimports import describe as describe_import_error
+from ..brokenimports import describe_mismatch
 from ..errors import NectarGANError
 from ..first_party import provider_hint
 from ..plugins import get_plugins
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
         failure.__cause__ = error  # what --traceback shows
         sys.exit(report(debugged(failure)))
     except (OSError, RuntimeError) as error:  # RuntimeError: torch reports a failed write() as one
-        line = describe_os_error(error)
+        line = describe_mismatch(error) or describe_os_error(error)
         if line is None:
             raise
         sys.exit(report(NectarGANError(line)))

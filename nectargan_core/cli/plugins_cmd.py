@@ -224,6 +224,26 @@ def install_plugins(specs: tuple[str, ...]) -> None:
                    "configs must name them as DISTRIBUTION:NAME", err=True)
 
 
+def _plugins_requiring(removed: set[str]) -> dict[str, list[str]]:
+    """``{plugin distribution: [what it requires from removed]}`` for the installed nectargan plugins that
+    stay, from their declared requirements (markers and extras are not evaluated: a plugin that names a
+    distribution at all is reported)."""
+    import re
+
+    import importlib_metadata
+
+    needing: dict[str, list[str]] = {}
+    for dist in importlib_metadata.distributions():
+        name = dist.metadata["Name"] or ""
+        if not name or normalize(name) in removed or not dist.entry_points.select(group="nectargan"):
+            continue
+        needs = sorted({normalize(re.split(r"[\s\[=<>!~;(]", text, maxsplit=1)[0]) for text in dist.requires or []
+                        if "extra ==" not in text} & removed)
+        if needs:
+            needing[name] = needs
+    return needing
+
+
 @plugins_group.command("uninstall")
 @click.argument("names", nargs=-1, required=True)
 def uninstall_plugins(names: tuple[str, ...]) -> None:
@@ -245,6 +265,7 @@ def uninstall_plugins(names: tuple[str, ...]) -> None:
     if any(e["builtin"] for e in listed):
         raise PluginError("the core's built-in plugins are part of nectargan-core and cannot be uninstalled")
     distributions = sorted({normalize(e["distribution"]) for e in listed if e["distribution"]})
+    needing = _plugins_requiring(set(distributions))
     _pip("uninstall", "--yes", *distributions)
     after = _fresh_plugin_list()
     left = [e for e in after if _matches(e, wanted)]
@@ -258,6 +279,14 @@ def uninstall_plugins(names: tuple[str, ...]) -> None:
         click.echo(f"no longer loads: {entry['name']} ({entry['distribution']} {entry['version']})")
         for line in entry["errors"]:
             click.echo(f"  error: {line}")
-    if broken:
-        raise PluginError(f"uninstalled, but {', '.join(e['distribution'] or e['name'] for e in broken)} needed it "
-                          "and no longer loads (see above): uninstall that too, or install again what it needs")
+    # A plugin can still load without what it requires (pix2pix without nectargan-models: its presets then
+    # name models nobody provides): its declared requirements say so.
+    silent = {dist: needs for dist, needs in needing.items()
+              if normalize(dist) not in {normalize(e["distribution"] or "") for e in broken}}
+    for dist, needs in sorted(silent.items()):
+        click.echo(f"no longer works: {dist} requires {', '.join(needs)}")
+    failing = [e["distribution"] or e["name"] for e in broken] + sorted(silent)
+    if failing:
+        raise PluginError(f"uninstalled, but {', '.join(failing)} needed it (see above): uninstall "
+                          f"{'that' if len(failing) == 1 else 'those'} too, or install again what "
+                          f"{'it needs' if len(failing) == 1 else 'they need'}")

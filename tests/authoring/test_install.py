@@ -92,10 +92,38 @@ def test_uninstalling_what_another_plugin_needs_names_the_plugin_that_no_longer_
                                          "no longer loads: authkit_dependent (nectargan-authkit-dependent 0.1.0)\n"
                                          "  error: import of 'nectargan_authkit_dependent.plugin' failed: "
                                          "ModuleNotFoundError: No module named 'nectargan_authkit_probe'"), removed.stdout
-        assert removed.stderr == ("error: uninstalled, but nectargan-authkit-dependent needed it and no longer loads "
-                                  "(see above): uninstall that too, or install again what it needs\n")
+        assert removed.stderr == ("error: uninstalled, but nectargan-authkit-dependent needed it (see above): "
+                                  "uninstall that too, or install again what it needs\n")
     finally:
         subprocess.run([sys.executable, "-m", "pip", "uninstall", "--yes", "--quiet", "nectargan-authkit-dependent"],
+                       capture_output=True, timeout=120)
+
+
+def test_uninstalling_what_another_plugin_requires_names_it_even_when_it_still_loads(probe, tmp_path):
+    """pix2pix still loads without nectargan-models, but its presets name models nobody provides any more."""
+    dependent = tmp_path / "requiring"
+    (dependent / "nectargan_authkit_requiring").mkdir(parents=True)
+    (dependent / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=77"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "nectargan-authkit-requiring"\nversion = "0.1.0"\n'
+        f'dependencies = ["{DISTRIBUTION}"]\n'
+        '[project.entry-points.nectargan]\nauthkit_requiring = "nectargan_authkit_requiring.plugin"\n')
+    (dependent / "nectargan_authkit_requiring" / "__init__.py").write_text("")
+    (dependent / "nectargan_authkit_requiring" / "plugin.py").write_text(
+        "from nectargan_core import hookimpl\n\n@hookimpl\ndef register_presets(register):\n"
+        "    register('authkit_requiring', {'trainer': 'toy'})\n")
+    try:
+        for folder in (probe, dependent):
+            installed = run_cli("plugins", "install", "--quiet", "--no-deps", "--no-build-isolation", str(folder))
+            assert installed.returncode == 0, installed.stdout + installed.stderr
+        removed = run_cli("plugins", "uninstall", DISTRIBUTION)
+        assert removed.returncode == 1, removed.stdout + removed.stderr
+        assert removed.stdout.endswith(f"uninstalled: {DISTRIBUTION}\n"
+                                       f"no longer works: nectargan-authkit-requiring requires {DISTRIBUTION}\n")
+        assert removed.stderr == ("error: uninstalled, but nectargan-authkit-requiring needed it (see above): "
+                                  "uninstall that too, or install again what it needs\n")
+    finally:
+        subprocess.run([sys.executable, "-m", "pip", "uninstall", "--yes", "--quiet", "nectargan-authkit-requiring"],
                        capture_output=True, timeout=120)
 
 

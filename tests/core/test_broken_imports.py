@@ -37,8 +37,8 @@ def test_a_broken_dependency_is_one_line_naming_it(finished_run, tmp_path, comma
     env = {"PYTHONPATH": str(broken_matplotlib(tmp_path / "site"))}
     result = run_cli(command, str(finished_run), "-o", str(tmp_path / "out"), env=env)
     assert (result.returncode, result.stderr) == (1, (
-        "error: importing matplotlib failed: numpy.core.multiarray failed to import; install a matplotlib that "
-        "works with the other installed packages (pip check says which conflict)\n")), result.stderr
+        "error: importing matplotlib failed: numpy.core.multiarray failed to import; install a version of "
+        "matplotlib that works with the installed packages (usually a newer one: pip install -U matplotlib)\n")), result.stderr
     shown = run_cli("--traceback", command, str(finished_run), "-o", str(tmp_path / "out"), env=env)
     assert "Traceback (most recent call last)" in shown.stderr and "matplotlib/__init__.py" in shown.stderr
 
@@ -64,3 +64,49 @@ def test_our_own_import_errors_are_not_blamed_on_a_dependency(tmp_path, monkeypa
                              text=True)
     assert "ModuleNotFoundError" in missing.stderr  # a missing plugin of ours is not a dependency to pip install
     assert failed_package(ModuleNotFoundError("x", name="nectargan_not_installed_plugin")) is None
+
+
+def test_the_package_whose_module_failed_is_blamed_not_the_callers_on_the_way(tmp_path, monkeypatch):
+    """matplotlib built for numpy 1, imported by torchmetrics during validation, called through pluggy: the
+    message blamed pluggy (the outermost foreign frame), then torchmetrics."""
+    (tmp_path / "fakeplot").mkdir()
+    (tmp_path / "fakeplot" / "__init__.py").write_text("raise ImportError('numpy.core.multiarray failed to import')\n")
+    (tmp_path / "fakemetrics.py").write_text("def compute():\n    import fakeplot\n    return fakeplot\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import pluggy
+
+    from nectargan_core import hookimpl
+    from nectargan_core.hookspecs import PROJECT_NAME, RunSpecs
+
+    class Validation:
+        @hookimpl
+        def on_validation_end(self, epoch):
+            import fakemetrics
+
+            fakemetrics.compute()
+
+    manager = pluggy.PluginManager(PROJECT_NAME)
+    manager.add_hookspecs(RunSpecs)
+    manager.register(Validation())
+    caller = {"__name__": "nectargan_core.engine", "hook": manager.hook}
+    exec("try:\n    hook.on_validation_end(trainer=None, epoch=0, metrics={})\n"  # noqa: S102
+         "except ImportError as exc:\n    error = exc\n", caller)
+    assert failed_package(caller["error"]) == "fakeplot"
+    assert describe(caller["error"]).startswith("importing fakeplot failed: numpy.core.multiarray failed to import;")
+
+
+def test_a_torchvision_built_for_another_torch_is_one_line(tmp_path):
+    """torch 2.13 (CPU build) beside torchvision 0.29: importing torchvision raised a RuntimeError, and every
+    command that needs it printed a 30-frame traceback."""
+    fake = tmp_path / "site" / "torchvision"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise RuntimeError('operator torchvision::nms does not exist')\n")
+    made = run_cli("data", "synth", "data", "--count", "8", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    result = run_cli("train", "--preset", "pix2pix-tiny", "--set", "data.root=data", cwd=tmp_path,
+                     env={"PYTHONPATH": str(tmp_path / "site")})
+    assert result.returncode == 1 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("error: torchvision ") and result.stderr.endswith(
+        " (operator torchvision::nms does not exist); install the torchvision built for this torch, from the same "
+        "index or channel as torch\n"), result.stderr
+    assert " does not fit torch " in result.stderr

@@ -208,8 +208,8 @@ def test_list_hides_builtins_unless_all(cli):
 
 @pytest.mark.parametrize("dependency, line", [
     ("import json\njson.string_  # as tensorboard 2.16 with numpy 2: np.string_ is gone\n",
-     "importing fake_dep failed: module 'json' has no attribute 'string_'; install a fake_dep that works with the "
-     "other installed packages (pip check says which conflict), or disable that plugin"),
+     "importing fake_dep failed: module 'json' has no attribute 'string_'; install a version of fake_dep that "
+     "works with the installed packages (usually a newer one: pip install -U fake_dep), or disable that plugin"),
     ("import fake_not_installed\n",
      "No module named 'fake_not_installed'; install it (pip install fake_not_installed), or disable that plugin"),
     (None, "module 'types' has no attribute 'NoSuchType'; reinstall or disable that plugin"),

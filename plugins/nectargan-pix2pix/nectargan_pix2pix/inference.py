@@ -229,8 +229,8 @@ def load_generators(target: str | Path, which: str = "latest", directions: Seque
 def _trainer_class(name: Any, path: Path, registry: Registry) -> Any:
     """The class of the trainer that wrote a checkpoint, whose declarations say where its generators are."""
     if not isinstance(name, str) or not registry.has("trainer", name):
-        raise CheckpointError(f"{path}: written by trainer '{name}', which is not installed here; install the "
-                              "plugin that provides it (nectargan plugins list shows the trainers)")
+        raise CheckpointError(f"{path}: written by trainer '{name}', which is not installed here; "
+                              f"{registry.install_advice('trainer', str(name))}")
     return registry.get("trainer", name).load()
 
 

@@ -162,7 +162,8 @@ def reference_networks(checkpoint: Mapping[str, Any], path: Path, registry: Regi
     trainer = checkpoint.get("trainer")
     if not isinstance(trainer, str) or not registry.has("trainer", trainer):
         raise CheckpointError(f"{path}: written by trainer {trainer!r}, which is not installed here; "
-                              "--format reference needs it to know which networks are the generators")
+                              "--format reference needs it to know which networks are the generators: "
+                              f"{registry.install_advice('trainer', str(trainer))}")
     component = registry.get("trainer", trainer)
     trainer_cls = component.load()
     networks = getattr(trainer_cls, "reference_networks", None)
