@@ -31,10 +31,21 @@ from pathlib import Path
 try:
     import tomllib
 except ImportError:  # Python 3.10
-    import tomli as tomllib
+    try:
+        import tomli as tomllib
+    except ImportError:
+        sys.exit("error: Python 3.10 reads pyproject.toml with tomli: pip install tomli, or use Python 3.11+")
 
 ROOT = Path(__file__).resolve().parents[1]
-VERSION_LINE = re.compile(r'^version = "([^"]+)"$', re.M)
+VERSION_LINE = re.compile(r'^version = "([^"]*)"$', re.M)
+REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*([^;]*?)\s*(;.*)?$")
+ARRAY_ITEM = re.compile(r'([\[,](?:\s|#[^\n]*)*)"([^"]*)"')  # a string in a TOML array, comments allowed
+WHEEL = re.compile(r"^([A-Za-z0-9_.]+)-([^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
+SDIST = re.compile(r"^([A-Za-z0-9_.-]+)-([^-]+)\.tar\.gz$")
+
+
+class ReleaseError(Exception):
+    """A mistake the maintainer can fix; main() prints it as one line."""
 
 
 def folders() -> list[Path]:
@@ -47,101 +58,159 @@ def normalize(name: str) -> str:
 
 
 def projects() -> dict[Path, dict]:
-    return {folder: tomllib.loads((folder / "pyproject.toml").read_text())["project"] for folder in folders()}
+    found = {}
+    for folder in folders():
+        path = folder / "pyproject.toml"
+        try:
+            found[folder] = tomllib.loads(path.read_text())["project"]
+        except (tomllib.TOMLDecodeError, KeyError) as exc:
+            raise ReleaseError(f"{path.relative_to(ROOT)}: cannot read its [project] table ({exc})") from None
+    return found
 
 
 def names() -> set[str]:
-    return {normalize(project["name"]) for project in projects().values()}
+    return {normalize(project.get("name", "")) for project in projects().values()}
 
 
-def _pin_pattern(ours: set[str]) -> re.Pattern[str]:
-    """A requirement of one of ``ours`` as an item of a TOML array: a line that starts with the quoted string."""
-    alternatives = "|".join(sorted(re.escape(name) for name in ours))
-    return re.compile(rf'^(\s+)"({alternatives})(\[[^\]]*\])?(==[^";]*)?(\s*;[^"]*)?"', re.M)
+def requirements_of(project: dict) -> list[str]:
+    texts = list(project.get("dependencies", []))
+    for items in project.get("optional-dependencies", {}).values():
+        texts += items
+    return texts
 
 
 def check() -> list[str]:
-    """One line per distribution whose version, or pin of another distribution of ours, disagrees."""
+    """One line per distribution whose name, version, or requirement of another distribution of ours is wrong."""
     all_projects = projects()
-    version = all_projects[ROOT]["version"]
+    version = all_projects[ROOT].get("version")
     ours = names()
     problems = []
     for folder, project in all_projects.items():
         where = (folder / "pyproject.toml").relative_to(ROOT)
-        if not re.fullmatch(r"nectargan-[a-z0-9]+(-[a-z0-9]+)*", project["name"]) or (
-                folder != ROOT and project["name"] != folder.name):
-            problems.append(f"{where}: name {project['name']!r} is not the distribution's name"
+        name = project.get("name", "")
+        if not re.fullmatch(r"nectargan-[a-z0-9]+(-[a-z0-9]+)*", name) or (folder != ROOT and name != folder.name):
+            problems.append(f"{where}: name {name!r} is not the distribution's name"
                             + ("" if folder == ROOT else f" ({folder.name!r})"))
-        if project["version"] != version:
+        if "version" not in project:
+            problems.append(f"{where}: the version must be written in pyproject.toml (release.py sets it), "
+                            "not dynamic")
+        elif project["version"] != version:
             problems.append(f"{where}: version {project['version']} but nectargan-core is {version}")
-        requirements = list(project.get("dependencies", []))
-        for items in project.get("optional-dependencies", {}).values():
-            requirements += items
-        for requirement in requirements:
-            name = normalize(re.split(r"[\s\[=<>!~;]", requirement, maxsplit=1)[0])
-            if name in ours and folder != ROOT and f"=={version}" not in requirement:
-                problems.append(f"{where}: {requirement!r} must pin {name}=={version} (released together)")
+        pinned_core = False
+        for requirement in requirements_of(project):
+            match = REQUIREMENT.match(requirement)
+            other = normalize(match.group(1)) if match else ""
+            if other not in ours:
+                continue
+            spec = re.sub(r"\s+", "", match.group(3))
+            if other == normalize(name):  # the distribution's own extra: no version of its own
+                if spec:
+                    problems.append(f"{where}: {requirement!r} names its own distribution: drop the version")
+                continue
+            if spec != f"=={version}":
+                problems.append(f"{where}: {requirement!r} must pin {other}=={version} (released together)")
+            pinned_core |= other == "nectargan-core" and requirement in project.get("dependencies", [])
+        if folder != ROOT and not pinned_core:
+            problems.append(f"{where}: the dependencies must require nectargan-core=={version}")
     return problems
 
 
 def set_version(version: str) -> None:
-    if not re.fullmatch(r"\d+\.\d+\.\d+([a-z]+\d+)?", version):
-        raise SystemExit(f"error: {version!r} is not a version like 1.2.3 or 1.2.3rc1")
-    pins = _pin_pattern(names())
+    if not re.fullmatch(r"\d+\.\d+\.\d+((a|b|rc)\d+)?", version):
+        raise ReleaseError(f"{version!r} is not a version like 1.2.3 or 1.2.3rc1")
+    canonical = {normalize(p.get("name", "")): p.get("name", "") for p in projects().values()}
     for folder in folders():
         path = folder / "pyproject.toml"
-        text = VERSION_LINE.sub(f'version = "{version}"', path.read_text(), count=1)
-        if folder != ROOT:
-            text = pins.sub(lambda m: f'{m.group(1)}"{m.group(2)}{m.group(3) or ""}=={version}{m.group(5) or ""}"', text)
-        path.write_text(text)
+        text = path.read_text()
+        if not VERSION_LINE.search(text):
+            raise ReleaseError(f"{path.relative_to(ROOT)}: no 'version = \"...\"' line to set")
+        text = VERSION_LINE.sub(f'version = "{version}"', text, count=1)
+        own = normalize(tomllib.loads(text)["project"].get("name", ""))
+
+        def pin(item: re.Match[str]) -> str:
+            match = REQUIREMENT.match(item.group(2))
+            other = normalize(match.group(1)) if match else ""
+            if other not in canonical or other == own:
+                return item.group(0)
+            extras, marker = match.group(2) or "", match.group(4) or ""
+            return f'{item.group(1)}"{canonical[other]}{extras}=={version}{marker}"'
+
+        path.write_text(ARRAY_ITEM.sub(pin, text))
+    problems = check()
+    if problems:
+        raise ReleaseError(f"version {version} set, but: {problems[0]}"
+                           + (f" (and {len(problems) - 1} more: run check)" if len(problems) > 1 else ""))
     print(f"version {version} set in {len(folders())} distributions; add a '## {version}' section to CHANGELOG.md")
+
+
+def expected_files(version: str) -> set[str]:
+    stems = [re.sub(r"[-.]+", "_", project["name"]) for project in projects().values()]
+    return {f"{stem}-{version}-py3-none-any.whl" for stem in stems} | {f"{stem}-{version}.tar.gz" for stem in stems}
 
 
 def build(out: Path, isolation: bool) -> list[Path]:
     """Wheels and sdists of every distribution into ``out``, checked with ``twine check --strict``."""
     problems = check()
     if problems:
-        raise SystemExit("\n".join(f"error: {line}" for line in problems))
+        raise ReleaseError(problems[0] + (f" (and {len(problems) - 1} more: run check)" if len(problems) > 1 else ""))
     missing = [tool for tool in ("build", "twine") if importlib.util.find_spec(tool) is None]
     if missing:
-        raise SystemExit(f"error: {' and '.join(missing)} not installed; install the release tools: "
-                         "pip install -e '.[release]'")
+        raise ReleaseError(f"{' and '.join(missing)} not installed; install the release tools: "
+                           "pip install -e '.[release]'")
     version = projects()[ROOT]["version"]
-    stale = sorted(p.name for p in out.glob("nectargan*") if f"-{version}" not in p.name) if out.is_dir() else []
-    if stale:
-        raise SystemExit(f"error: {out} holds files of other versions ({', '.join(stale[:3])}"
-                         f"{', ...' if len(stale) > 3 else ''}); remove them or build into another --out, "
-                         "so that an upload of the folder publishes only this version")
+    expected = expected_files(version)
+    if out.exists() and not out.is_dir():
+        raise ReleaseError(f"{out}: not a folder; name a folder for the distributions with --out")
+    other = sorted(p.name for p in out.iterdir() if p.name not in expected) if out.is_dir() else []
+    if other:
+        raise ReleaseError(f"{out} holds other files ({', '.join(other[:3])}{', ...' if len(other) > 3 else ''}); "
+                           "remove them or build into another --out, so that an upload of the folder publishes "
+                           "only this version")
     out.mkdir(parents=True, exist_ok=True)
     for folder in folders():
         command = [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(folder)]
         if not isolation:
             command.insert(4, "--no-isolation")
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-        for leftover in (folder / "build",):  # setuptools' scratch folder, so the next build starts clean
-            shutil.rmtree(leftover, ignore_errors=True)
-    files = sorted(p for p in out.iterdir() if p.suffix == ".whl" or p.name.endswith(".tar.gz"))
-    subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *map(str, files)], check=True,
-                   stdout=subprocess.DEVNULL)
+        done = subprocess.run(command, capture_output=True, text=True)
+        shutil.rmtree(folder / "build", ignore_errors=True)  # setuptools' scratch folder: the next build starts clean
+        if done.returncode != 0:
+            reason = next((line.strip() for line in reversed(done.stderr.splitlines())
+                           if line.strip() and not line.startswith(("Traceback", " "))), "see its output")
+            raise ReleaseError(f"building {folder.relative_to(ROOT.parent)} failed ({reason}); "
+                               f"run: python -m build {folder} to see it whole")
+    files = sorted(out / name for name in expected)
+    absent = [f.name for f in files if not f.is_file()]
+    if absent:
+        raise ReleaseError(f"the build did not write {', '.join(absent)}")
+    checked = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *map(str, files)],
+                             capture_output=True, text=True)
+    if checked.returncode != 0:
+        failed = [line for line in checked.stdout.splitlines() if "FAILED" in line or "ERROR" in line]
+        raise ReleaseError(f"twine check --strict failed: {failed[0].strip() if failed else checked.stderr.strip()}")
     return files
 
 
 def write_index(dist: Path, index: Path) -> None:
     """A PEP 503 simple index in ``index``: ``index/<project>/`` lists the project's files in ``dist``."""
     if not dist.is_dir():
-        raise SystemExit(f"error: {dist}: no such folder; build first: python .ci/release.py build --out {dist}")
-    projects: dict[str, list[Path]] = {}
-    for path in sorted(dist.iterdir()):
-        if path.suffix == ".whl":
-            project = path.name.split("-")[0]
-        elif path.name.endswith(".tar.gz"):
-            project = path.name[: -len(".tar.gz")].rsplit("-", 1)[0]
-        else:
-            continue
-        projects.setdefault(normalize(project), []).append(path)
+        raise ReleaseError(f"{dist}: no such folder; build first: python .ci/release.py build --out {dist}")
+    if index.resolve() == dist.resolve() or dist.resolve() in index.resolve().parents:
+        raise ReleaseError(f"{index}: inside {dist}; write the index elsewhere, so that an upload of {dist} "
+                           "publishes only distributions")
+    if index.exists() and not index.is_dir():
+        raise ReleaseError(f"{index}: not a folder")
+    projects_found: dict[str, list[Path]] = {}
+    for path in sorted(p for p in dist.iterdir() if p.is_file()):
+        match = WHEEL.match(path.name) or SDIST.match(path.name)
+        if match is None:
+            raise ReleaseError(f"{path}: not a wheel or sdist file name (name-version[-tags].whl or "
+                               "name-version.tar.gz); remove it from the folder")
+        projects_found.setdefault(normalize(match.group(1)), []).append(path)
+    if not projects_found:
+        raise ReleaseError(f"{dist}: no distributions in it; build first: python .ci/release.py build --out {dist}")
     index.mkdir(parents=True, exist_ok=True)
     links = []
-    for project, files in sorted(projects.items()):
+    for project, files in sorted(projects_found.items()):
         folder = index / project
         folder.mkdir(exist_ok=True)
         anchors = []
@@ -171,20 +240,27 @@ def main(argv: list[str]) -> int:
     index.add_argument("dist", type=Path)
     index.add_argument("index", type=Path)
     args = parser.parse_args(argv)
-    if args.command == "version":
-        set_version(args.version)
-    elif args.command == "check":
-        problems = check()
-        for line in problems:
-            print(f"error: {line}", file=sys.stderr)
-        if problems:
-            return 1
-        print(f"{len(folders())} distributions at version {projects()[ROOT]['version']}")
-    elif args.command == "build":
-        for path in build(args.out, isolation=not args.no_isolation):
-            print(path)
-    else:
-        write_index(args.dist, args.index)
+    try:
+        if args.command == "version":
+            set_version(args.version)
+        elif args.command == "check":
+            problems = check()
+            for line in problems:
+                print(f"error: {line}", file=sys.stderr)
+            if problems:
+                return 1
+            print(f"{len(folders())} distributions at version {projects()[ROOT]['version']}")
+        elif args.command == "build":
+            for path in build(args.out, isolation=not args.no_isolation):
+                print(path)
+        else:
+            write_index(args.dist, args.index)
+    except ReleaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: {exc.filename or ''}: {exc.strerror or exc}".replace("error: : ", "error: "), file=sys.stderr)
+        return 1
     return 0
 
 

@@ -74,9 +74,16 @@ def test_mistakes_are_one_line(tmp_path):
     stale.mkdir()
     (stale / "nectargan_core-0.0.9-py3-none-any.whl").write_bytes(b"")
     cases = [
-        (["build", "--out", str(stale)], 1, f"error: {stale} holds files of other versions "
+        (["build", "--out", str(stale)], 1, f"error: {stale} holds other files "
          "(nectargan_core-0.0.9-py3-none-any.whl); remove them or build into another --out, so that an upload of "
          "the folder publishes only this version"),
+        (["build", "--out", str(stale / "nectargan_core-0.0.9-py3-none-any.whl")], 1,
+         f"error: {stale / 'nectargan_core-0.0.9-py3-none-any.whl'}: not a folder; name a folder for the "
+         "distributions with --out"),
+        (["index", str(stale), str(stale / "simple")], 1, f"error: {stale / 'simple'}: inside {stale}; write the "
+         f"index elsewhere, so that an upload of {stale} publishes only distributions"),
+        (["index", str(repo / ".ci"), str(tmp_path / "index")], 1, f"error: {repo / '.ci' / 'release.py'}: not a "
+         "wheel or sdist file name (name-version[-tags].whl or name-version.tar.gz); remove it from the folder"),
         (["index", str(tmp_path / "none"), str(tmp_path / "index")], 1,
          f"error: {tmp_path / 'none'}: no such folder; build first: python .ci/release.py build --out "
          f"{tmp_path / 'none'}"),
@@ -90,3 +97,34 @@ def test_mistakes_are_one_line(tmp_path):
         assert (done.returncode, done.stderr, done.stdout) == (code, line + "\n", ""), args
     assert not (tmp_path / "index").exists()
     assert release(repo, "build", "--help").stdout.startswith("usage: release.py build")
+
+
+
+def test_odd_spellings_of_a_pin_are_set_too_and_anything_version_cannot_set_is_refused(tmp_path):
+    repo = copy_of_the_repository(tmp_path)
+    pix2pix = repo / "plugins/nectargan-pix2pix/pyproject.toml"
+    text = pix2pix.read_text()
+    assert '"nectargan-models==0.1.0"' in text and '"nectargan-losses==0.1.0"' in text
+    pix2pix.write_text(text.replace('"nectargan-models==0.1.0"', '"NectarGAN_Models == 0.1.0"')
+                       .replace('onnx = ["onnx', 'onnx = ["nectargan-losses==0.1.0", "onnx'))
+    done = release(repo, "version", "0.2.0")
+    assert done.returncode == 0, done.stderr
+    project = tomllib.loads(pix2pix.read_text())["project"]
+    assert "nectargan-models==0.2.0" in project["dependencies"]
+    assert project["optional-dependencies"]["onnx"][0] == "nectargan-losses==0.2.0"
+
+    core = repo / "pyproject.toml"
+    core.write_text(core.read_text().replace('"nectargan-core[docs]"', '"nectargan-core[docs]==0.2.0"'))
+    visdom = repo / "plugins/nectargan-visdom/pyproject.toml"
+    visdom.write_text(visdom.read_text().replace('    "nectargan-core==0.2.0",\n', ""))
+    checked = release(repo, "check")
+    assert checked.returncode == 1
+    assert checked.stderr.splitlines() == [
+        "error: pyproject.toml: 'nectargan-core[docs]==0.2.0' names its own distribution: drop the version",
+        "error: plugins/nectargan-visdom/pyproject.toml: the dependencies must require nectargan-core==0.2.0",
+    ]
+    models = repo / "plugins/nectargan-models/pyproject.toml"
+    models.write_text(models.read_text().replace('version = "0.2.0"', 'dynamic = ["version"]'))
+    bumped = release(repo, "version", "0.3.0")
+    assert (bumped.returncode, bumped.stderr) == (
+        1, "error: plugins/nectargan-models/pyproject.toml: no 'version = \"...\"' line to set\n")
