@@ -46,10 +46,16 @@ def rendered_dom(page: Path, scratch: Path, script: str = "", beside: bool = Fal
     probe = (page.parent if beside else scratch) / f"rendered-{page.name}"
     probe.write_text(page.read_text(encoding="utf-8").replace("</body>", MARK_IMAGES + script + "</body>"),
                      encoding="utf-8")
-    profile = scratch / "chromium-profile"
-    profile.mkdir(exist_ok=True)
-    result = subprocess.run([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom",
-                             probe.as_uri()], capture_output=True, text=True, timeout=60)
+    for attempt in (1, 2):  # a start that stalls for good (seen once in CI) gets a second browser
+        profile = scratch / f"chromium-profile-{attempt}"
+        profile.mkdir(exist_ok=True)
+        try:
+            result = subprocess.run([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom",
+                                     probe.as_uri()], capture_output=True, text=True, timeout=60)
+            break
+        except subprocess.TimeoutExpired:
+            if attempt == 2:
+                raise
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout
 

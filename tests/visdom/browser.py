@@ -30,19 +30,29 @@ class Page:
 
     def __init__(self, scratch: Path, width: int = 1400, height: int = 1100) -> None:
         scratch.mkdir(parents=True, exist_ok=True)
-        profile = scratch / "chromium-profile"
         self.log = scratch / "chromium.log"
-        with open(self.log, "w") as log:
-            self.process = subprocess.Popen(
-                [chromium(), *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
-                 f"--window-size={width},{height}",
-                 f"--proxy-server=http://127.0.0.1:{free_port()}",  # nothing listens there: no way out
-                 "about:blank"],
-                stdout=log, stderr=subprocess.STDOUT)
-        try:
+        # Chromium's start sometimes stalls for good (its zygote loses a pipe, and no DevTools port is ever
+        # written; seen once in a CI run): a second browser, in a fresh profile, is the cure.
+        for attempt in (1, 2):
+            profile = scratch / f"chromium-profile-{attempt}"
+            with open(self.log, "a") as log:
+                self.process = subprocess.Popen(
+                    [chromium(), *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
+                     f"--window-size={width},{height}",
+                     f"--proxy-server=http://127.0.0.1:{free_port()}",  # nothing listens there: no way out
+                     "about:blank"],
+                    stdout=log, stderr=subprocess.STDOUT)
             active = profile / "DevToolsActivePort"
-            wait_until(lambda: active.is_file() and len(active.read_text().split()) == 2 or self._died(), 30,
-                       "Chromium's DevTools port")
+            try:
+                wait_until(lambda: active.is_file() and len(active.read_text().split()) == 2 or self._died(), 30,
+                           "Chromium's DevTools port")
+                break
+            except AssertionError:
+                self.process.kill()
+                self.process.wait(10)
+                if attempt == 2:
+                    raise
+        try:
             port, path = active.read_text().split()
             self._ws = websocket.create_connection(f"ws://127.0.0.1:{port}{path}", timeout=30,
                                                    suppress_origin=True)
