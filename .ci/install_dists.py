@@ -10,6 +10,8 @@ needs ``nectargan-core``) resolve to these local folders, never to PyPI.
 
 from __future__ import annotations
 
+import fcntl
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +32,14 @@ def main(argv: list[str]) -> int:
     constraints = ROOT / ("constraints-floors.txt" if floors else "constraints.txt")
     print(f"installing ({constraints.name}):", ", ".join(p.name or str(p) for p in folders), flush=True)
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "-c", str(constraints)]
-    subprocess.run(pip + targets, check=True)
+    # setuptools builds in the source folder (build/, *.egg-info): two jobs installing at once (CI runs the
+    # floors job beside the default one) would write the same files, and a build/ left from an older tree
+    # would put modules that no longer exist into the wheel. So one install at a time, from a clean folder.
+    with open(ROOT / ".ci" / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for folder in folders:
+            shutil.rmtree(folder / "build", ignore_errors=True)
+        subprocess.run(pip + targets, check=True)
     return 0
 
 

@@ -20,6 +20,7 @@ per release.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import html
 import importlib.util
 import re
@@ -167,17 +168,23 @@ def build(out: Path, isolation: bool) -> list[Path]:
                            "remove them or build into another --out, so that an upload of the folder publishes "
                            "only this version")
     out.mkdir(parents=True, exist_ok=True)
-    for folder in folders():
-        command = [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(folder)]
-        if not isolation:
-            command.insert(4, "--no-isolation")
-        done = subprocess.run(command, capture_output=True, text=True)
-        shutil.rmtree(folder / "build", ignore_errors=True)  # setuptools' scratch folder: the next build starts clean
-        if done.returncode != 0:
-            reason = next((line.strip() for line in reversed(done.stderr.splitlines())
-                           if line.strip() and not line.startswith(("Traceback", " "))), "see its output")
-            raise ReleaseError(f"building {folder.relative_to(ROOT.parent)} failed ({reason}); "
-                               f"run: python -m build {folder} to see it whole")
+    # setuptools writes into the source folders (build/, *.egg-info): one build or install at a time
+    # (.ci/install_dists.py takes the same lock).
+    (ROOT / ".ci").mkdir(exist_ok=True)
+    with open(ROOT / ".ci" / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for folder in folders():
+            command = [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(folder)]
+            if not isolation:
+                command.insert(4, "--no-isolation")
+            shutil.rmtree(folder / "build", ignore_errors=True)  # setuptools' scratch folder: start clean
+            done = subprocess.run(command, capture_output=True, text=True)
+            shutil.rmtree(folder / "build", ignore_errors=True)
+            if done.returncode != 0:
+                reason = next((line.strip() for line in reversed(done.stderr.splitlines())
+                               if line.strip() and not line.startswith(("Traceback", " "))), "see its output")
+                raise ReleaseError(f"building {folder.relative_to(ROOT.parent)} failed ({reason}); "
+                                   f"run: python -m build {folder} to see it whole")
     files = sorted(out / name for name in expected)
     absent = [f.name for f in files if not f.is_file()]
     if absent:

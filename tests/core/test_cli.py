@@ -188,8 +188,8 @@ def test_second_sigint_stops_at_once_without_damage(tmp_path):
     config = write_config(tmp_path, epochs=1000)
     env = {k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}
     exe = Path(sys.executable).with_name("nectargan")
-    # every step writes a checkpoint and sleeps, so the second signal lands mid-step or mid-write
-    proc = subprocess.Popen([str(exe), "train", "-c", str(config), "--set", "toy.step_sleep=0.3",
+    # every step sleeps 1 s, then writes a checkpoint, so the second signal lands mid-step or mid-write
+    proc = subprocess.Popen([str(exe), "train", "-c", str(config), "--set", "toy.step_sleep=1.0", "--set", "toy.samples=64",
                              "--set", "checkpoint.every_steps=1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     run_dir = tmp_path / "runs" / "cli" / "version_0"
@@ -199,8 +199,16 @@ def test_second_sigint_stops_at_once_without_damage(tmp_path):
                threading.Thread(target=proc.stdout.read, daemon=True)]
     for reader in readers:
         reader.start()
-    while time.time() < deadline and not list((run_dir / "checkpoints").glob("epoch*.pt")):
-        time.sleep(0.05)
+    def checkpoints():
+        return set((run_dir / "checkpoints").glob("epoch*.pt"))
+
+    while time.time() < deadline and not checkpoints():
+        time.sleep(0.02)
+    # The first signal goes just after a checkpoint appears, as a step begins: the graceful stop then has most
+    # of a step still to do, time enough for the second signal even on a loaded machine.
+    first = checkpoints()
+    while time.time() < deadline and checkpoints() == first:
+        time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
     # Two signals that arrive before Python runs its handler are one: send the second once the first is heard.
     while time.time() < deadline and not any("SIGINT received" in line for line in lines):
