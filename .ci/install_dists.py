@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Optional extras the tests exercise (ONNX export parity through onnxruntime).
-EXTRAS = {"nectargan-pix2pix": "[onnx]"}
+EXTRAS = {"nectargan-translate": "[onnx]"}
 
 
 def main(argv: list[str]) -> int:
@@ -27,7 +27,7 @@ def main(argv: list[str]) -> int:
         p.parent for pattern in ("plugins/*/pyproject.toml", "tests/plugins/*/pyproject.toml")
         for p in ROOT.glob(pattern)
     )
-    core_extras = "[test]" if floors else "[test,release]"  # the release tools are not part of the floors
+    core_extras = "[test]" if floors else "[test,release,lint]"  # the release and lint tools: not in the floors
     targets = [f"{ROOT}{core_extras}"] + [f"{p}{EXTRAS.get(p.name, '')}" for p in folders[1:]]
     constraints = ROOT / ("constraints-floors.txt" if floors else "constraints.txt")
     print(f"installing ({constraints.name}):", ", ".join(p.name or str(p) for p in folders), flush=True)

@@ -159,7 +159,7 @@ def compare(device: str, repeats: int, say: Callable[[str, str, str], None], *, 
 def _compare(device: str, repeats: int, say: Callable[[str, str, str], None], size: int, batch: int,
              warmup: int, tmp: Path) -> dict[str, Any]:
     import run as bench  # benchmarks/run.py: the engine's per-step bookkeeping
-    from nectargan_pix2pix.data.synth import write_unpaired_synthetic
+    from nectargan_translate.data.synth import write_unpaired_synthetic
 
     data = tmp / "data"
     write_unpaired_synthetic(data, count=4, size=16, seed=0, val=0.25, test=0.0)  # the trainer needs one

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from PIL import Image, ImageDraw
 
-from nectargan_pix2pix.data.decode import read_image
+from nectargan_translate.data.decode import read_image
 
 
 def photo_like(size: int, seed: int) -> Image.Image:

@@ -71,11 +71,11 @@ def _write_images(folder: Path, count: int, size: int) -> None:
 def bench_inference(B: Any, size: int, images: int, batch_sizes: tuple[int, ...], repeats: int,
                     onnx: bool = True, cli_batches: tuple[int, ...] = (8,)) -> None:
     """``predict`` on a folder vs a bare ``model(x)`` loop on the same tensors; ONNX Runtime vs eager."""
-    from nectargan_pix2pix.data.augment import normalise
-    from nectargan_pix2pix.data.decode import read_image, to_channels
-    from nectargan_pix2pix.files import plan
-    from nectargan_pix2pix.inference import load_generator
-    from nectargan_pix2pix import predictor
+    from nectargan_translate.data.augment import normalise
+    from nectargan_translate.data.decode import read_image, to_channels
+    from nectargan_translate.files import plan
+    from nectargan_translate.inference import load_generator
+    from nectargan_translate import predictor
 
     print(f"\n== 7. inference at {size}px: predict vs bare model(x) loop; ONNX Runtime vs eager ==", flush=True)
     trainer = B.make_trainer(size, 1)
@@ -152,7 +152,7 @@ def _bench_onnx(B: Any, ckpt: Path, model: torch.nn.Module, tensors: list[torch.
                 repeats: int, out: dict[str, Any]) -> None:
     try:
         import onnxruntime
-        from nectargan_pix2pix.export import export_generator
+        from nectargan_translate.export import export_generator
     except ImportError as exc:
         out["onnx"] = f"skipped: {exc}"
         B.row("7", "ONNX Runtime vs eager", f"skipped ({exc})")
@@ -207,7 +207,7 @@ if mode == "ours":
     # our trainer, default settings (fused Adam, fp32), unet_<size> + patchgan_70, batch 1, through the
     # engine's real loop (data loading, validation and example grids at each epoch end)
     from nectargan_core import Run
-    from nectargan_pix2pix.data.synth import write_synthetic
+    from nectargan_translate.data.synth import write_synthetic
     root = B.TMP / "mem"
     write_synthetic(root, count=int(sys.argv[4]), size=size, seed=0, val=0.2, test=0.1)
     run = Run.create({{"trainer": "pix2pix", "run": {{"output_dir": str(B.TMP / "memruns"), "device": "cpu"}},

@@ -49,7 +49,7 @@ import torch
 import torch.nn.functional as F
 
 from nectargan_core import Run
-from nectargan_pix2pix.data.synth import write_synthetic
+from nectargan_translate.data.synth import write_synthetic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import more  # noqa: E402  (sections 4, 7 and 8)

@@ -13,7 +13,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 echo "==> installing nectargan-core and the plugins (torch is pinned by constraints.txt)"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -c constraints.txt \
-    . ./plugins/nectargan-models ./plugins/nectargan-losses ./plugins/nectargan-pix2pix ./plugins/nectargan-cyclegan
+    . ./plugins/nectargan-models ./plugins/nectargan-losses ./plugins/nectargan-translate ./plugins/nectargan-pix2pix ./plugins/nectargan-cyclegan
 nectargan="$venv/bin/nectargan"
 
 "$nectargan" plugins list

@@ -14,15 +14,17 @@ PROVIDED: dict[str, dict[str, frozenset[str]]] = {
     "nectargan-pix2pix": {
         "plugin": frozenset({"pix2pix"}),
         "trainer": frozenset({"pix2pix"}),
-        "dataset": frozenset({"paired"}),
         "preset": frozenset({"pix2pix-reference", "pix2pix-tiny"}),
-        "command": frozenset({"data", "test", "predict", "export"}),
     },
     "nectargan-cyclegan": {
         "plugin": frozenset({"cyclegan"}),
         "trainer": frozenset({"cyclegan"}),
-        "dataset": frozenset({"unpaired"}),
         "preset": frozenset({"cyclegan-reference"}),
+    },
+    "nectargan-translate": {
+        "plugin": frozenset({"translate"}),
+        "dataset": frozenset({"paired", "unpaired"}),
+        "command": frozenset({"data", "test", "predict", "export"}),
     },
     "nectargan-models": {
         "plugin": frozenset({"models"}),

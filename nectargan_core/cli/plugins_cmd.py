@@ -275,7 +275,7 @@ def uninstall_plugins(names: tuple[str, ...]) -> None:
     click.echo(f"uninstalled: {', '.join(distributions)}")
     loaded_before = {(e["name"], e["distribution"]) for e in earlier if e["status"] == "loaded"}
     broken = [e for e in after if e["status"] == "error" and (e["name"], e["distribution"]) in loaded_before]
-    for entry in broken:  # a plugin that needed what was uninstalled (cyclegan without pix2pix)
+    for entry in broken:  # a plugin that needed what was uninstalled (cyclegan without translate)
         click.echo(f"no longer loads: {entry['name']} ({entry['distribution']} {entry['version']})")
         for line in entry["errors"]:
             click.echo(f"  error: {line}")

@@ -127,7 +127,7 @@ def test_a_model_without_channel_options_is_refused_for_other_channel_counts(hos
 
 # -- generators: size_multiple -------------------------------------------------------------
 def test_size_multiple_is_the_declared_one_else_measured():
-    from nectargan_pix2pix.inference import size_multiple
+    from nectargan_translate.inference import size_multiple
 
     strided = torch.nn.Sequential(torch.nn.Conv2d(3, 3, 4, 2, 1), torch.nn.Conv2d(3, 3, 4, 2, 1))
     assert size_multiple(strided, {}, 3) == 4
@@ -137,7 +137,7 @@ def test_size_multiple_is_the_declared_one_else_measured():
 
 @pytest.mark.parametrize("declared", [0, "8", 8.0, True])
 def test_a_size_multiple_that_is_not_a_positive_int_is_refused(declared):
-    from nectargan_pix2pix.inference import size_multiple
+    from nectargan_translate.inference import size_multiple
 
     model = torch.nn.Identity()
     model.size_multiple = declared
@@ -196,7 +196,7 @@ def test_reported_geometry_is_shown_and_misreported_geometry_refused(host):
     ("cx_aslist", "reference_networks must map the reference's network names to (tracked network, config key) pairs"),
 ])
 def test_reference_export_needs_both_declarations_in_their_form(host, tmp_path, trainer, problem):
-    from nectargan_pix2pix.reference_export import ReferenceExportError, reference_networks
+    from nectargan_translate.reference_export import ReferenceExportError, reference_networks
 
     assert reference_networks({"trainer": "cx_exported"}, tmp_path, host.registry) == \
         {"G": ("generator", "models.generator")}

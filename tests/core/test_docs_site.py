@@ -18,7 +18,8 @@ from support import ROOT
 API_PAGES = sorted((ROOT / "docs" / "api").glob("*.md"))
 COMPATIBILITY = ROOT / "docs" / "plugins" / "compatibility.md"
 PACKAGES = {"nectargan_core": ".", "nectargan_models": "plugins/nectargan-models",
-            "nectargan_losses": "plugins/nectargan-losses", "nectargan_pix2pix": "plugins/nectargan-pix2pix"}
+            "nectargan_losses": "plugins/nectargan-losses", "nectargan_translate": "plugins/nectargan-translate",
+            "nectargan_pix2pix": "plugins/nectargan-pix2pix"}
 
 
 def rendered_names() -> list[str]:
@@ -137,7 +138,7 @@ def unlisted_exports(covered: list[str]) -> list[str]:
     """Names a covered package exports in ``__all__`` that the list covers under no name."""
     listed = {id(runtime_object(name)) for name in covered}
     packages = ("nectargan_core", "nectargan_models", "nectargan_losses", "nectargan_pix2pix",
-                "nectargan_pix2pix.data", "nectargan_core.testing")
+                "nectargan_translate.data", "nectargan_core.testing")
     return [f"{package}.{name}" for package in packages
             for name in getattr(importlib.import_module(package), "__all__", ())
             if not name.startswith("__") and id(getattr(importlib.import_module(package), name)) not in listed]
@@ -146,8 +147,8 @@ def unlisted_exports(covered: list[str]) -> list[str]:
 def test_every_name_a_package_exports_is_covered():
     covered = covered_names()
     assert unlisted_exports(covered) == []
-    assert unlisted_exports([n for n in covered if n != "nectargan_pix2pix.data.dataset.PairedDataset"]) == [
-        "nectargan_pix2pix.data.PairedDataset"]
+    assert unlisted_exports([n for n in covered if n != "nectargan_translate.data.paired.PairedDataset"]) == [
+        "nectargan_translate.data.PairedDataset"]
 
 
 def test_the_list_reader_fails_on_a_missing_or_extra_name():

@@ -10,7 +10,7 @@ from support import cli_runner
 @pytest.fixture(scope="session")
 def make_unpaired(tmp_path_factory):
     """``make_unpaired(count, size, val=0.25, test=0.25)``: ``nectargan data synth --unpaired`` output."""
-    from nectargan_pix2pix.data_cli import data_group
+    from nectargan_translate.data_cli import data_group
 
     made: dict[tuple, Path] = {}
 

@@ -18,9 +18,9 @@ from PIL import Image
 
 from nectargan_core.checkpoint import load_checkpoint, save_checkpoint
 from nectargan_core.rundir import RunDir
-from nectargan_pix2pix.data.decode import read_image, to_channels
-from nectargan_pix2pix.evaluation import per_image
-from nectargan_pix2pix.inference import load_generator
+from nectargan_translate.data.decode import read_image, to_channels
+from nectargan_translate.evaluation import per_image
+from nectargan_translate.inference import load_generator
 from support import run_cli as run_cli_with_env
 
 

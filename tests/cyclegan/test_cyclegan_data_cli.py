@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from nectargan_pix2pix.data import DatasetError
-from nectargan_pix2pix.data import prepare
-from nectargan_pix2pix.data.check import SPLIT_MARKER
-from nectargan_pix2pix.data_cli import data_group
+from nectargan_translate.data import DatasetError
+from nectargan_translate.data import prepare
+from nectargan_translate.data.check import SPLIT_MARKER
+from nectargan_translate.data_cli import data_group
 from support import cli_runner, run_cli
 
 DOMAIN_FOLDERS = ["testA", "testB", "trainA", "trainB", "valA", "valB"]

@@ -10,9 +10,9 @@ import torch
 from PIL import Image
 
 from nectargan_core.errors import ConfigError
-from nectargan_cyclegan.dataset import UnpairedDataset, build_unpaired_dataset
-from nectargan_pix2pix.data import DatasetError
-from nectargan_pix2pix.data.loader import build_dataloader
+from nectargan_translate.data.unpaired import UnpairedDataset, build_unpaired_dataset
+from nectargan_translate.data import DatasetError
+from nectargan_translate.data.loader import build_dataloader
 
 
 def unpaired(root: Path, counts: dict[str, tuple[int, int]], size: int = 20) -> Path:

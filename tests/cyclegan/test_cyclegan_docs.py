@@ -9,11 +9,11 @@ import yaml
 
 from nectargan_core.config import validate_config
 from nectargan_core.plugins import get_plugins
-from nectargan_cyclegan.data_options import UnpairedDataOptions
+from nectargan_translate.data.unpaired_options import UnpairedDataOptions
 from nectargan_cyclegan.options import (CycleGANOptions, LossSection, ModelsSection, OptimSection, PoolSection,
                                         ValidationSection)
-from nectargan_pix2pix.data.options import PairedDataOptions
-from nectargan_pix2pix.options import ExamplesSection, PrecisionSection
+from nectargan_translate.data.options import PairedDataOptions
+from nectargan_translate.options import ExamplesSection, PrecisionSection
 from support import ROOT
 
 PAGE = (ROOT / "docs" / "plugins" / "cyclegan.md").read_text()
@@ -37,7 +37,7 @@ def test_the_data_keys_of_the_unpaired_dataset_are_documented():
     assert own == ["serial"]
     for name in (*own, "layout", "in_channels", "out_channels", "direction"):  # new, or read by domain
         assert f"`{name}`" in data, name
-    assert "pix2pix-data.md#the-data-section" in data  # where the shared keys are
+    assert "translate-data.md#the-data-section" in data  # where the shared keys are
 
 
 def test_the_page_s_config_is_the_reference_run():

@@ -20,7 +20,7 @@ from nectargan_core import Run
 from nectargan_core.config import load_config
 from nectargan_core.plugins import get_plugins
 from nectargan_core.presets import preset_data
-from nectargan_pix2pix.inference import load_generator
+from nectargan_translate.inference import load_generator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference"))
 from reference_networks import define_G  # noqa: E402
@@ -79,7 +79,7 @@ def test_a_small_run_of_the_preset_trains_and_exports_both_generators_for_the_re
                  "run.device=cpu", "run.threads=1", "visualizers=[]", "examples.every_epochs=null"]
     run = Run.create(load_config(preset_data(registry, "cyclegan-reference"), overrides, registry)).fit()
     assert run.trainer.global_step == 2 and run.trainer.config.pool.size == 50
-    from nectargan_pix2pix.reference_export import export_reference
+    from nectargan_translate.reference_export import export_reference
 
     exported = export_reference(run.dir, output=tmp_path / "checkpoints" / "h2z")
     assert [f.path.name for f in exported.files] == ["latest_net_G_A.pth", "latest_net_G_B.pth"]

@@ -8,9 +8,9 @@ import torch
 from nectargan_core import Run
 from nectargan_core.config import load_config, load_file
 from nectargan_core.plugins import get_plugins
-from nectargan_cyclegan.dataset import UnpairedDataset
-from nectargan_pix2pix.data_cli import data_group
-from nectargan_pix2pix.inference import load_generator
+from nectargan_translate.data.unpaired import UnpairedDataset
+from nectargan_translate.data_cli import data_group
+from nectargan_translate.inference import load_generator
 from support import ROOT, cli_runner
 
 QUICKSTART = ROOT / "examples" / "quickstart-cyclegan.yaml"

@@ -29,7 +29,7 @@ from support import ROOT
 
 #: Declared but never imported by the distribution's own code, and why.
 USED_WITHOUT_IMPORT = {
-    ("nectargan-pix2pix", "onnxscript"): "torch.onnx.export imports it",
+    ("nectargan-translate", "onnxscript"): "torch.onnx.export imports it",
     ("nectargan-tensorboard", "tensorboard"): "torch.utils.tensorboard imports it",
 }
 #: Imported under another distribution's name, which fixes its version exactly.
@@ -37,7 +37,7 @@ PROVIDED_BY = {"pydantic-core": "pydantic"}
 #: Modules that only a host process imports: nectargan_core.testing is loaded by pytest (pytest11 entry point).
 HOST_IMPORTS = {("nectargan-core", "pytest")}
 #: Extras of development tools, not of the product.
-TOOL_EXTRAS = {"test", "docs", "release"}
+TOOL_EXTRAS = {"test", "docs", "release", "lint"}
 
 
 def normalize(name: str) -> str:

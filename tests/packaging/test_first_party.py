@@ -38,9 +38,11 @@ def test_a_missing_distribution_is_named_with_its_install_command(tmp_path):
     assert trained.returncode == 2, trained.stderr
     assert "unknown trainer 'cyclegan'; it comes with nectargan-cyclegan: pip install nectargan-cyclegan; " \
            "available: " in trained.stderr
-    dataset = run_cli("train", "--trainer", "pix2pix", "--set", "data.name=unpaired", cwd=tmp_path, env=env)
-    assert "unknown dataset 'unpaired' (did you mean 'paired'?); it comes with nectargan-cyclegan: pip install " \
-           "nectargan-cyclegan; available: paired" in dataset.stderr, dataset.stderr
+    # pix2pix's default dataset, where nectargan-translate (a requirement of pix2pix) is missing
+    dataset = run_cli("train", "--trainer", "pix2pix", cwd=tmp_path, env={"NECTARGAN_DISABLE_PLUGINS": "translate"})
+    assert dataset.returncode == 2, dataset.stderr
+    assert "unknown dataset 'paired'; it comes with nectargan-translate: pip install nectargan-translate; " \
+           "available: none installed" in dataset.stderr, dataset.stderr
     with pytest.raises(PluginError) as caught:  # a host where nectargan-cyclegan is not installed at all
         PluginHost({}).get("nectargan-cyclegan")
     assert str(caught.value) == ("no plugin named 'nectargan-cyclegan'; it comes with nectargan-cyclegan: pip install "

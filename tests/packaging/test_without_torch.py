@@ -30,7 +30,7 @@ def test_without_torch_the_light_commands_work_and_the_rest_name_what_to_install
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_CONSTRAINT", "PYTHONPATH", "NECTARGAN_"))}
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
     folders = [str(ROOT)] + [str(ROOT / "plugins" / name) for name in
-                             ("nectargan-models", "nectargan-losses", "nectargan-pix2pix")]
+                             ("nectargan-models", "nectargan-losses", "nectargan-translate", "nectargan-pix2pix")]
     for command in (pip + ["--no-deps", *folders], pip + LIGHT):
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, done.stderr[-3000:]

@@ -40,7 +40,7 @@ def trained_run(tmp_path_factory) -> TrainedRun:
 @pytest.fixture(scope="session")
 def make_synth(tmp_path_factory):
     """``make_synth(count, size)``: a synthetic paired dataset (made once per count and size)."""
-    from nectargan_pix2pix.data_cli import data_group
+    from nectargan_translate.data_cli import data_group
 
     made: dict[tuple[int, int], Path] = {}
 

@@ -1,4 +1,4 @@
-"""docs/plugins/pix2pix-commands.md documents every option, and its pipeline example gives predict's pixels."""
+"""docs/plugins/translate-commands.md documents every option, and its pipeline example gives predict's pixels."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from nectargan_pix2pix.commands import COMMANDS
-from nectargan_pix2pix.export import export_generator
-from nectargan_pix2pix.predictor import predict
+from nectargan_translate.commands import COMMANDS
+from nectargan_translate.export import export_generator
+from nectargan_translate.predictor import predict
 from support import ROOT
 
-PAGE = ROOT / "docs" / "plugins" / "pix2pix-commands.md"
+PAGE = ROOT / "docs" / "plugins" / "translate-commands.md"
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.name)

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from nectargan_core.errors import NectarGANError
-from nectargan_pix2pix import export
-from nectargan_pix2pix.export import export_generator, onnx_parity, quiet_jit
-from nectargan_pix2pix.inference import load_generator
+from nectargan_translate import export
+from nectargan_translate.export import export_generator, onnx_parity, quiet_jit
+from nectargan_translate.inference import load_generator
 from support import run_cli
 
 needs_onnx = pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in ("onnx", "onnxscript")),

@@ -11,10 +11,10 @@ from PIL import Image
 
 from nectargan_core.checkpoint import save_checkpoint
 from nectargan_core.errors import NectarGANError
-from nectargan_pix2pix.files import output_names
-from nectargan_pix2pix.images import Fit
-from nectargan_pix2pix.inference import size_multiple
-from nectargan_pix2pix.predictor import predict
+from nectargan_translate.files import output_names
+from nectargan_translate.images import Fit
+from nectargan_translate.inference import size_multiple
+from nectargan_translate.predictor import predict
 from support import run_cli
 
 SIZES = {"square.png": (32, 32), "wide.jpg": (40, 36), "sub/grey.png": (40, 36), "sub/grey16.png": (24, 20)}
@@ -186,7 +186,7 @@ def test_output_path_is_a_file(trained_run, inputs, tmp_path):
 
 
 def test_generators_load_without_initialising_twice_and_keep_unsaved_buffers():
-    from nectargan_pix2pix.inference import _with_weights
+    from nectargan_translate.inference import _with_weights
 
     calls = []
 

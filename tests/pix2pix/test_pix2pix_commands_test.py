@@ -12,11 +12,11 @@ import torch
 from PIL import Image
 
 from nectargan_core.errors import CheckpointError, NectarGANError
-from nectargan_pix2pix.data.dataset import PairedDataset
-from nectargan_pix2pix.evaluation import METRICS, per_image
-from nectargan_pix2pix.inference import load_generator
-from nectargan_pix2pix.tester import run_test
-from nectargan_pix2pix.evaluation import evaluation_mode
+from nectargan_translate.data.paired import PairedDataset
+from nectargan_translate.evaluation import METRICS, per_image
+from nectargan_translate.inference import load_generator
+from nectargan_translate.tester import run_test
+from nectargan_translate.evaluation import evaluation_mode
 from support import run_cli
 
 TEST_IMAGES = ["00012.png", "00013.png", "00014.png", "00015.png"]

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from nectargan_core import Run, load_checkpoint
-from nectargan_pix2pix.inference import load_generator
+from nectargan_translate.inference import load_generator
 
 
 def inductor_unavailable() -> str | None:

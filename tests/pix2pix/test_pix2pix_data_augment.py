@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nectargan_pix2pix.data import EpochSampler, PairedDataset, build_dataloader
+from nectargan_translate.data import EpochSampler, PairedDataset, build_dataloader
 from pix2pix_data_helpers import aligned_dataset, noise, save_aligned
 
 GEOMETRIC = [{"name": n, "p": 1.0} for n in ("hflip", "vflip", "rot90", "affine", "elastic")]

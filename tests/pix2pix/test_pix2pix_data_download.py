@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from nectargan_pix2pix.data import DownloadError
-from nectargan_pix2pix.data.download import dataset_url, download_dataset, safe_extract
-from nectargan_pix2pix.data_cli import data_group
+from nectargan_translate.data import DownloadError
+from nectargan_translate.data.download import dataset_url, download_dataset, safe_extract
+from nectargan_translate.data_cli import data_group
 from pix2pix_data_helpers import aligned_dataset, run_data_cli
 from support import cli_runner
 

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from nectargan_core.errors import ConfigError, NectarGANError
-from nectargan_pix2pix.data import DatasetError, PairedDataset
+from nectargan_translate.data import DatasetError, PairedDataset
 from pix2pix_data_helpers import aligned_dataset, folders_dataset, noise, save, save_aligned
 
 PLAIN = {"load_size": None, "crop_size": None, "augment": [], "num_workers": 0}
@@ -71,7 +71,7 @@ def test_odd_width_of_aligned_file(tmp_path):
 def test_an_entry_named_like_an_image_that_is_no_file_is_named_not_skipped(tmp_path, kind, made, what, layout):
     """A picture the user meant to train on must not go missing without a word (it was silently skipped)."""
     if layout == "unpaired":
-        from nectargan_pix2pix.data.domains import inspect_domains
+        from nectargan_translate.data.domains import inspect_domains
 
         for domain in "AB":
             save(tmp_path / f"train{domain}" / "000.png", noise(8))

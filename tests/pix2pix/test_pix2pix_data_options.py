@@ -11,8 +11,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from nectargan_core.config import choice_of, describe_errors
 from nectargan_core.plugins import get_plugins
-from nectargan_pix2pix.data import PairedDataOptions
-from nectargan_pix2pix.data.options import AUGMENTATIONS, HFlip, ValSplitOptions
+from nectargan_translate.data import PairedDataOptions
+from nectargan_translate.data.options import AUGMENTATIONS, HFlip, ValSplitOptions
 from pix2pix_data_helpers import aligned_dataset
 
 
@@ -63,8 +63,8 @@ def test_bad_values_name_their_key(options, expected):
 def test_registered_as_the_paired_dataset_and_the_data_command():
     host = get_plugins()
     component = host.registry.get("dataset", "paired")
-    assert component.options is PairedDataOptions and component.provider == "pix2pix"
-    assert component.distribution == "nectargan-pix2pix"
+    assert component.options is PairedDataOptions and component.provider == "translate"
+    assert component.distribution == "nectargan-translate"
     import click
 
     group = click.Group("nectargan")
@@ -91,14 +91,14 @@ def test_a_trainer_section_choosing_the_dataset_validates_and_builds(tmp_path):
 
 
 def test_plugin_module_and_data_package_do_not_import_torch():
-    code = ("import sys, nectargan_pix2pix.plugin, nectargan_pix2pix.data, nectargan_pix2pix.data_cli; "
+    code = ("import sys, nectargan_pix2pix.plugin, nectargan_translate.data, nectargan_translate.data_cli; "
             "print(sorted(m for m in ('torch', 'torchvision', 'numpy', 'PIL') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
 
 
 def test_every_key_and_augmentation_is_documented_with_its_default():
-    text = (Path(__file__).resolve().parents[2] / "docs" / "plugins" / "pix2pix-data.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "plugins" / "translate-data.md").read_text()
     for name, field in PairedDataOptions.model_fields.items():
         if name in {"augment", "val", "test"}:
             assert f"| `{name}` |" in text, name

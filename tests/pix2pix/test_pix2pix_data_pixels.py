@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from PIL import Image, ImageOps
 
-from nectargan_pix2pix.data import PairedDataset
-from nectargan_pix2pix.data.check import inspect_split
-from nectargan_pix2pix.data.pixels import UnreadableImage, oriented_size, read_pixels
-from nectargan_pix2pix.data.prepare import pair_folders
-from nectargan_pix2pix.data_cli import data_group
+from nectargan_translate.data import PairedDataset
+from nectargan_translate.data.check import inspect_split
+from nectargan_translate.data.pixels import UnreadableImage, oriented_size, read_pixels
+from nectargan_translate.data.prepare import pair_folders
+from nectargan_translate.data_cli import data_group
 from support import cli_runner
 
 ORIENTATION = 0x0112

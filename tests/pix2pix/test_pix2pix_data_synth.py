@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from nectargan_pix2pix.data import DatasetError, PairedDataset
-from nectargan_pix2pix.data.synth import LABEL_COLOURS, render_pair, write_synthetic
+from nectargan_translate.data import DatasetError, PairedDataset
+from nectargan_translate.data.synth import LABEL_COLOURS, render_pair, write_synthetic
 
 
 def files(root):

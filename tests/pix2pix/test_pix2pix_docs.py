@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nectargan_pix2pix.options import ExamplesSection, ModelsSection, OptimSection, Pix2pixOptions, \
+from nectargan_pix2pix.options import Pix2pixOptions
+from nectargan_translate.options import ExamplesSection, ModelsSection, OptimSection, \
     PrecisionSection, ValidationSection
 from support import ROOT
 

@@ -9,11 +9,11 @@ import torch
 from nectargan_core import Run
 from nectargan_core.config import load_config, load_file
 from nectargan_core.plugins import get_plugins
-from nectargan_pix2pix.data.dataset import PairedDataset
-from nectargan_pix2pix.data.loader import build_dataloader
-from nectargan_pix2pix.data_cli import data_group
-from nectargan_pix2pix.evaluation import MetricAccumulator
-from nectargan_pix2pix.inference import load_generator
+from nectargan_translate.data.paired import PairedDataset
+from nectargan_translate.data.loader import build_dataloader
+from nectargan_translate.data_cli import data_group
+from nectargan_translate.evaluation import MetricAccumulator
+from nectargan_translate.inference import load_generator
 from support import ROOT, cli_runner
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"

@@ -24,8 +24,8 @@ from nectargan_core.config import load_config
 from nectargan_core.plugins import get_plugins
 from nectargan_core.presets import preset_data
 from nectargan_losses.schedules import build_schedule, lr_scheduler
-from nectargan_pix2pix.data.dataset import PairedDataset
-from nectargan_pix2pix.trainer import make_adam
+from nectargan_translate.data.paired import PairedDataset
+from nectargan_translate.training import make_adam
 from support import assert_preset_is_recipe, reference_recipe_common
 
 #: ``python train.py --model pix2pix`` with every other option at its default.
@@ -202,7 +202,7 @@ def crop(image: torch.Tensor, top: int, left: int, flip: bool) -> torch.Tensor:
 @pytest.mark.slow  # two steps and a test of the full-size unet_256 at 256 x 256
 def test_the_preset_trains_and_tests_in_train_mode(tmp_path, make_synth, registry):
     from nectargan_core import Run
-    from nectargan_pix2pix.tester import run_test
+    from nectargan_translate.tester import run_test
 
     data = make_synth(8, 32)  # 32 x 32 pairs, resized to 286 and cropped to 256 as the recipe says
     overrides = [f"data.root={data}", "loop.max_steps=2", "run.device=cpu", "data.num_workers=0",

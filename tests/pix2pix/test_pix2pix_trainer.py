@@ -188,8 +188,8 @@ def test_early_stopping(tmp_path, synth):
     ("psnr", [20.0, 19.0, 18.0], 2),  # auto: higher PSNR is better, so none after the first improves
 ])
 def test_early_stopping_takes_the_direction_from_the_metric(metric, values, bad):
-    from nectargan_pix2pix.options import ValidationSection
-    from nectargan_pix2pix.trainer import EarlyStopping
+    from nectargan_translate.options import ValidationSection
+    from nectargan_translate.training import EarlyStopping
 
     section = ValidationSection(early_stop_metric=metric)
     assert section.early_stop_mode == "auto"
@@ -240,7 +240,7 @@ def test_validation_reads_max_batches_and_each_rank_its_share(synth, tmp_path):
 
 @pytest.mark.parametrize("fast, warned", [(False, True), (True, False)])
 def test_bf16_on_a_cpu_without_bf16_kernels_warns(monkeypatch, capsys, fast, warned):
-    from nectargan_pix2pix import precision
+    from nectargan_translate import precision
 
     monkeypatch.setattr(precision, "cpu_has_fast_bf16", lambda: fast)
     assert precision.resolve_amp("bf16", torch.device("cpu")) is torch.bfloat16

@@ -21,12 +21,12 @@ from nectargan_core import Run
 from nectargan_core.config import load_config
 from nectargan_core.errors import ConfigError
 from nectargan_core.plugins import get_plugins
-from nectargan_pix2pix.data.dataset import PairedDataset
-from nectargan_pix2pix.data.errors import DatasetError
-from nectargan_pix2pix.data.options import PairedDataOptions
-from nectargan_pix2pix.examples import spread_indices
-from nectargan_pix2pix.inference import load_generator
-from nectargan_pix2pix.networks import build_discriminator
+from nectargan_translate.data.paired import PairedDataset
+from nectargan_translate.data.errors import DatasetError
+from nectargan_translate.data.options import PairedDataOptions
+from nectargan_translate.examples import spread_indices
+from nectargan_translate.inference import load_generator
+from nectargan_translate.networks import build_discriminator
 from support import ROOT, run_cli
 
 PAGE = (ROOT / "docs" / "plugins" / "pix2pix.md").read_text()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nectargan_pix2pix.inference import LoadedGenerator
+from nectargan_translate.inference import LoadedGenerator
 
 
 def loaded(name: str, epoch: int, step: int, batch: int) -> LoadedGenerator:

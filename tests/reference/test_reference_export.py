@@ -20,9 +20,9 @@ from nectargan_core.errors import NectarGANError
 from nectargan_core.plugins import get_plugins
 from nectargan_core.registry import Component, Registry
 from nectargan_models.cli import models_group
-from nectargan_pix2pix.commands.export_cmd import export_command
-from nectargan_pix2pix.inference import load_generator
-from nectargan_pix2pix.reference_export import export_reference
+from nectargan_translate.commands.export_cmd import export_command
+from nectargan_translate.inference import load_generator
+from nectargan_translate.reference_export import export_reference
 from nectargan_pix2pix.trainer import Pix2pixTrainer
 from reference_networks import define_G
 from support import cli_runner, run_cli
@@ -104,7 +104,7 @@ def small_run(tmp_path, synth) -> Path:
 
 @pytest.fixture(scope="module")
 def synth(tmp_path_factory):
-    from nectargan_pix2pix.data_cli import data_group
+    from nectargan_translate.data_cli import data_group
 
     root = tmp_path_factory.mktemp("data") / "synth"
     made = cli_runner().invoke(data_group, ["synth", str(root), "--count", "8", "--size", "32", "--val", "0.25",

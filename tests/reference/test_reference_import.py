@@ -23,15 +23,15 @@ from nectargan_core.init_from import InitFromError
 from nectargan_models.cli import models_group
 from nectargan_models.importing import import_reference, read_state_dict
 from nectargan_models.reference import from_reference
-from nectargan_pix2pix.data.augment import normalise
-from nectargan_pix2pix.data.errors import DatasetError
-from nectargan_pix2pix.data.decode import read_image
-from nectargan_pix2pix.evaluation import to_unit
-from nectargan_pix2pix.export import export_generator
-from nectargan_pix2pix.images import to_uint8
-from nectargan_pix2pix.inference import load_generator
-from nectargan_pix2pix.predictor import predict
-from nectargan_pix2pix.tester import run_test
+from nectargan_translate.data.augment import normalise
+from nectargan_translate.data.errors import DatasetError
+from nectargan_translate.data.decode import read_image
+from nectargan_translate.evaluation import to_unit
+from nectargan_translate.export import export_generator
+from nectargan_translate.images import to_uint8
+from nectargan_translate.inference import load_generator
+from nectargan_translate.predictor import predict
+from nectargan_translate.tester import run_test
 from reference_networks import UnetGenerator, define_D, define_G, get_norm_layer
 from support import cli_runner, run_cli
 from test_reference_mapping import randomised
@@ -138,7 +138,7 @@ def test_predict_and_test_take_the_reference_file_with_arch(small_file, tmp_path
     assert np.array_equal(np.asarray(Image.open(tmp_path / "out" / "a.png")),
                           np.asarray(Image.open(tmp_path / "out2" / "a.png")))
 
-    from nectargan_pix2pix.data_cli import data_group
+    from nectargan_translate.data_cli import data_group
 
     data = tmp_path / "data"
     made = cli_runner().invoke(data_group, ["synth", str(data), "--count", "6", "--size", "32", "--test", "0.5"])
@@ -173,7 +173,7 @@ def test_init_from_an_imported_generator_starts_from_the_reference_weights(small
     config = {**imported["config"]}
     config["run"] = {**config["run"], "init_from": str(tmp_path / "g.pt"), "output_dir": str(tmp_path / "runs"),
                      "device": "cpu"}
-    from nectargan_pix2pix.data_cli import data_group
+    from nectargan_translate.data_cli import data_group
 
     made = cli_runner().invoke(data_group, ["synth", str(tmp_path / "data"), "--count", "8", "--size", "32",
                                            "--val", "0.25", "--test", "0.25"])
@@ -241,7 +241,7 @@ def test_a_discriminator_joins_its_generator_with_into(small_file, tmp_path, cap
     with torch.no_grad():
         assert torch.equal(load_generator(out).model(x), reference_g(x))
 
-    from nectargan_pix2pix.data_cli import data_group
+    from nectargan_translate.data_cli import data_group
 
     made = cli_runner().invoke(data_group, ["synth", str(tmp_path / "data"), "--count", "8", "--size", "32",
                                            "--val", "0.25", "--test", "0.25"])
@@ -397,7 +397,7 @@ def test_hand_wrapped_checkpoints_are_one_line_errors(small_file, tmp_path):
 
 
 def test_set_needs_arch(small_file, tmp_path):
-    from nectargan_pix2pix.commands import predict_command, test_command
+    from nectargan_translate.commands import predict_command, test_command
 
     _, source = small_file
     image = random_png(tmp_path / "a.png", 32, 32)

@@ -28,8 +28,8 @@ def dataset_outcomes(workers: int, folder: Path) -> None:
     next sample), so one loader, one set of workers, reads every mutant.
     """
     from nectargan_core.errors import NectarGANError
-    from nectargan_pix2pix.data.dataset import PairedDataset
-    from nectargan_pix2pix.data.loader import build_dataloader
+    from nectargan_translate.data.paired import PairedDataset
+    from nectargan_translate.data.loader import build_dataloader
 
     root = Path(tempfile.mkdtemp(prefix=f"dataset-{workers}-", dir=folder.parent))
     (root / "train").mkdir()
@@ -55,9 +55,9 @@ def dataset_outcomes(workers: int, folder: Path) -> None:
 
 def predict_outcomes(run_dir: str, folder: Path) -> None:
     from nectargan_core.errors import NectarGANError
-    from nectargan_pix2pix.files import plan
-    from nectargan_pix2pix.inference import load_generator
-    from nectargan_pix2pix import predictor
+    from nectargan_translate.files import plan
+    from nectargan_translate.inference import load_generator
+    from nectargan_translate import predictor
 
     generator = load_generator(run_dir, "latest")
     predictor.load_generator = lambda *args, **kwargs: generator  # load once, predict many times

@@ -124,7 +124,7 @@ def tiny_pix2pix_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """
     if "run" not in _RUNS:
         from nectargan_core import Run
-        from nectargan_pix2pix.data_cli import data_group
+        from nectargan_translate.data_cli import data_group
 
         root = tmp_path_factory.mktemp("tiny_pix2pix")
         made = cli_runner().invoke(data_group, ["synth", str(root / "data"), "--count", "12", "--size", "32",

@@ -25,9 +25,9 @@ from fault_locations import one_error_line, run_nectargan
 from hostile_archives import HOSTILE, NOT_TAR, build, cve_2025_4517_chain, harmless, hostile_archive, member
 from local_servers import DripHandler, RedirectHandler, serve, serve_folder
 from support import cli_runner, run_cli
-from nectargan_pix2pix.data import DownloadError
-from nectargan_pix2pix.data.download import fetch, safe_extract
-from nectargan_pix2pix.data_cli import data_group
+from nectargan_translate.data import DownloadError
+from nectargan_translate.data.download import fetch, safe_extract
+from nectargan_translate.data_cli import data_group
 
 SEED = int(os.environ.get("NECTARGAN_FAULT_SEED", "20251113"))
 

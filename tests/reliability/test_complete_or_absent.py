@@ -32,8 +32,8 @@ from local_servers import serve_folder
 from nectargan_core import Run
 from nectargan_core.checkpoint import load_checkpoint, save_checkpoint, sidecar_path, sha256_of
 from nectargan_core.errors import CheckpointError
-from nectargan_pix2pix.data_cli import data_group
-from nectargan_pix2pix.export import export_generator, quiet_jit
+from nectargan_translate.data_cli import data_group
+from nectargan_translate.export import export_generator, quiet_jit
 from support import cli_runner
 
 SEED = int(os.environ.get("NECTARGAN_FAULT_SEED", "20251113"))
@@ -137,7 +137,7 @@ def test_split_killed_at_every_kind_of_point_is_finished_by_running_it_again(tmp
                                                                             mode):
     flags = ["--val", "0.2", "--test", "0.2", "--seed", "5", *(["--copy"] if mode == "copy" else [])]
     original = snapshot(flat_folder)
-    target = "shutil:move" if mode == "move" else "nectargan_pix2pix.data.prepare:atomic_write"
+    target = "shutil:move" if mode == "move" else "nectargan_translate.data.prepare:atomic_write"
     for at in (1, 2, 15, 30):  # the plan written but nothing moved; then after 1, 14 and 29 of 30 files
         folder = tmp_path / f"{mode}{at}" / "set"
         shutil.copytree(flat_folder, folder)
@@ -197,8 +197,8 @@ def assert_download_complete_or_absent(dest: Path, url: str, expected: dict[str,
 
 @pytest.mark.parametrize("target, at, inside", [
     ("http.client:HTTPResponse.read1", 2, ""),  # while fetching
-    ("nectargan_pix2pix.data.download:_write", 1, ""),  # extraction starting
-    ("nectargan_pix2pix.data.download:_write", ARCHIVE_FILES // 2, ""),  # half extracted
+    ("nectargan_translate.data.download:_write", 1, ""),  # extraction starting
+    ("nectargan_translate.data.download:_write", ARCHIVE_FILES // 2, ""),  # half extracted
     ("os:rename", 1, "nectargan_core.atomic:commit_folder"),  # complete, about to be renamed into place
 ])
 def test_download_killed_at_each_stage_leaves_nothing_and_reruns(tmp_path, served_archive, target, at, inside):
@@ -285,7 +285,7 @@ def export_killed_at(folder: Path, run_dir: Path, two_exports, at: int) -> None:
     out = folder / "g.pt"
     previous_export(out, old)
     killed = kill_at_call(export_args(run_dir, out), "os:replace,os:unlink", at,
-                          inside="nectargan_pix2pix.export:commit_files")
+                          inside="nectargan_translate.export:commit_files")
     assert killed == (at < 4)
     weights, record = export_state(out)
     expected = {1: (old[1], 4), 2: (old[1], None), 3: (new[1], None), 4: (new[1], 8)}[at]

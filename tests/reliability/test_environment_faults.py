@@ -31,7 +31,7 @@ from kill_points import TINY, tiny_pix2pix_run
 from nectargan_core import Run
 from nectargan_core.checkpoint import load_checkpoint
 from nectargan_core.errors import CheckpointError, NectarGANError
-from nectargan_pix2pix.inference import load_generator
+from nectargan_translate.inference import load_generator
 
 SEED = int(os.environ.get("NECTARGAN_FAULT_SEED", "20251113"))
 #: What the error line says, per location kind (data download checks the free space before extracting).
@@ -82,7 +82,7 @@ def dataset_archive(run_dir: Path) -> Path:
 
 
 def previous_export(run_dir: Path, folder: Path) -> None:
-    from nectargan_pix2pix.export import export_generator
+    from nectargan_translate.export import export_generator
 
     export_generator(run_dir, fmt="torchscript", output=folder / "g.pt")
 

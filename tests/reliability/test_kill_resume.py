@@ -296,7 +296,7 @@ PIX2PIX_KILLS = [("step", 5)]
 
 @pytest.fixture(scope="module")
 def pix2pix_runs(tmp_path_factory):
-    from nectargan_pix2pix.data_cli import data_group
+    from nectargan_translate.data_cli import data_group
 
     root = tmp_path_factory.mktemp("kill_pix2pix")
     site = make_fake_dist(root / "site", "nectargan-killer", "killer_plugin", KILLER)
@@ -336,7 +336,7 @@ visualizers: []
 
 @pytest.fixture(scope="module")
 def cyclegan_runs(tmp_path_factory):
-    from nectargan_pix2pix.data_cli import data_group
+    from nectargan_translate.data_cli import data_group
 
     root = tmp_path_factory.mktemp("kill_cyclegan")
     site = make_fake_dist(root / "site", "nectargan-killer", "killer_plugin", KILLER)

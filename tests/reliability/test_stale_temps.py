@@ -18,7 +18,7 @@ import pytest
 
 from fault_locations import run_nectargan
 from kill_points import kill_at_call, tiny_pix2pix_run
-from nectargan_pix2pix.data_cli import data_group
+from nectargan_translate.data_cli import data_group
 from support import cli_runner
 
 
@@ -81,7 +81,7 @@ def test_a_test_killed_between_its_two_renames_loses_no_results(tmp_path):
     import subprocess
     import sys
 
-    from nectargan_pix2pix.tester import recover_moved_aside
+    from nectargan_translate.tester import recover_moved_aside
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nectargan_pix2pix.data_cli import data_group
+from nectargan_translate.data_cli import data_group
 from support import cli_runner
 
 

@@ -80,7 +80,7 @@ def ticks(labels: list[str]) -> list[float]:
 @pytest.fixture(scope="module")
 def live_run(tmp_path_factory):
     """One epoch of a tiny pix2pix run plotted to a real server, which stays up for the page."""
-    from nectargan_pix2pix.data_cli import data_group
+    from nectargan_translate.data_cli import data_group
 
     chromium()  # skips (or, in CI, fails) before training when there is no browser
     root = tmp_path_factory.mktemp("visdom_page")

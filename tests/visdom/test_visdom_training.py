@@ -58,7 +58,7 @@ def test_a_toy_run_draws_losses_lr_validation_and_config(tmp_path, visdom_server
 
 
 def test_a_pix2pix_run_shows_the_newest_example_grid(tmp_path, visdom_server):
-    from nectargan_pix2pix.data_cli import data_group
+    from nectargan_translate.data_cli import data_group
 
     data = tmp_path / "data"
     made = cli_runner().invoke(data_group, ["synth", str(data), "--count", "8", "--size", "32", "--val", "0.25",

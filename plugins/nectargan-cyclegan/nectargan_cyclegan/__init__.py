@@ -1,1 +1,1 @@
-"""NectarGAN CycleGAN: unpaired image-to-image translation (Zhu et al., 2017) and unpaired datasets."""
+"""NectarGAN CycleGAN: unpaired image-to-image translation with cycle consistency (Zhu et al., 2017)."""

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, ValidationInfo, model_validator
 
 from nectargan_core.config import Section, choice_of, registry_from
 from nectargan_losses.options import ScheduleChoice
-from nectargan_pix2pix.options import RUN_LENGTH_LR, ExamplesSection, PrecisionSection, TestSection
+from nectargan_translate.options import RUN_LENGTH_LR, ExamplesSection, PrecisionSection, TestSection
 
 DataChoice = choice_of("dataset", default="unpaired")
 GeneratorChoice = choice_of("model", default="resnet_9blocks")

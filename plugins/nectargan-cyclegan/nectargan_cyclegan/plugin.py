@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from nectargan_core import hookimpl
 
-from .data_options import UnpairedDataOptions
 from .options import CycleGANOptions
 
 
@@ -17,12 +16,6 @@ def register_trainers(register):
     register("cyclegan", "nectargan_cyclegan.trainer:CycleGANTrainer", options=CycleGANOptions,
              description="Unpaired image-to-image translation with two generators and cycle consistency "
                          "(the CycleGAN reference step)")
-
-
-@hookimpl
-def register_datasets(register):
-    register("unpaired", "nectargan_cyclegan.dataset:build_unpaired_dataset", options=UnpairedDataOptions,
-             description="Unpaired A/B images: trainA/ and trainB/ (valA/ valB/, testA/ testB/) of any sizes")
 
 
 @hookimpl

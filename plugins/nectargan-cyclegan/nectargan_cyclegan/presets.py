@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from nectargan_pix2pix.presets import reference_recipe
+from nectargan_translate.presets import reference_recipe
 
 #: ``train.py``/``test.py`` of the reference with ``--model cycle_gan`` and its defaults (the values shared with
-#: ``--model pix2pix`` are ``nectargan_pix2pix.presets.REFERENCE_COMMON``).
+#: ``--model pix2pix`` are ``nectargan_translate.presets.REFERENCE_COMMON``).
 CYCLEGAN_REFERENCE: dict[str, Any] = reference_recipe(
     "cyclegan",
     data={"name": "unpaired", "serial": False},

@@ -33,13 +33,13 @@ from nectargan_core.generators import GeneratorSpec
 from nectargan_core.signals import leave_stopping_to_main
 from nectargan_losses.gan import GANObjective
 from nectargan_losses.schedules import refresh_lr
-from nectargan_pix2pix.compilation import compile_for_training
-from nectargan_pix2pix.evaluation import MetricAccumulator, evaluation_mode
-from nectargan_pix2pix.examples import save_grid, train_view
-from nectargan_pix2pix.networks import build_network
-from nectargan_pix2pix.options import data_channels
-from nectargan_pix2pix.precision import Precision
-from nectargan_pix2pix.trainer import check_sync_batchnorm, make_adam, make_lr_schedulers, write_epoch_examples
+from nectargan_translate.compilation import compile_for_training
+from nectargan_translate.evaluation import MetricAccumulator, evaluation_mode
+from nectargan_translate.examples import save_grid, train_view
+from nectargan_translate.networks import build_network
+from nectargan_translate.options import data_channels
+from nectargan_translate.precision import Precision
+from nectargan_translate.training import check_sync_batchnorm, make_adam, make_lr_schedulers, write_epoch_examples
 
 from .options import CycleGANOptions
 from .pool import ImagePool, PoolRandom
@@ -150,9 +150,9 @@ class CycleGANTrainer(Trainer):
         return self.build("dataset", data, split=split, seed=self.config.run.seed)
 
     def train_dataloader(self) -> DataLoader:
-        from nectargan_pix2pix.data.loader import build_dataloader
+        from nectargan_translate.data.loader import build_dataloader
 
-        from .dataset import UnpairedDataset
+        from nectargan_translate.data.unpaired import UnpairedDataset
 
         if isinstance(self.train_set, UnpairedDataset):
             return build_dataloader(self.train_set, device=self.device)  # type: ignore[arg-type]

@@ -1,1 +1,1 @@
-"""NectarGAN pix2pix: paired image datasets, their tools, and the pix2pix trainer."""
+"""NectarGAN pix2pix: paired image-to-image translation with a conditional GAN (Isola et al., 2017)."""

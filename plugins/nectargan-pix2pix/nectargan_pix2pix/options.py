@@ -1,138 +1,21 @@
-"""The pix2pix trainer's config sections (torch-free).
+"""The pix2pix trainer's config: the shared translation sections, one generator and one discriminator.
 
 These fields become top-level sections of the run config when
-``trainer: pix2pix`` is selected::
-
-    trainer: pix2pix
-    data: {root: data/facades, crop_size: 256}
-    models:
-      generator: {name: unet_256, norm: batch}
-      discriminator: {name: patchgan_70}
-    loss: {spec: basic, gan_mode: vanilla}
-    optim: {lr_g: 2.0e-4, lr_d: 2.0e-4}
-    precision: {amp: auto}
-    validation: {metrics: [l1, psnr, ssim]}
-    examples: {every_epochs: 1, count: 4}
-    test: {mode: eval}
+``trainer: pix2pix`` is selected (:mod:`nectargan_translate.options` says what
+each section holds).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
-from nectargan_core.config import Section, choice_of
 from nectargan_core.registry import Registry
 from nectargan_losses.config import LossSection
-from nectargan_losses.options import ScheduleChoice
-
-from .contracts import DatasetChoice
-
-DataChoice = DatasetChoice
-GeneratorChoice = choice_of("model", default="unet_256")
-DiscriminatorChoice = choice_of("model", default="patchgan_70")
-
-#: The reference LR policy fitted to the run: constant for the first half of ``loop.epochs``, then linear
-#: decay to 0 over the second half (200 epochs: the reference's 100 + 100).
-RUN_LENGTH_LR = {"name": "pix2pix_linear", "n_epochs": None, "n_epochs_decay": None}
-
-
-#: Network option -> the ``data`` key it is taken from (only for networks whose options declare it).
-GENERATOR_CHANNELS = {"in_channels": "in_channels", "out_channels": "out_channels"}
-DISCRIMINATOR_CHANNELS = {"input_channels": "in_channels", "target_channels": "out_channels"}
-
-
-def data_channels(config: Any) -> tuple[int, int]:
-    """(input channels, output channels) declared by the run's data section (3 and 3 when it declares none)."""
-    options = config.data.options
-    return int(options.get("in_channels", 3)), int(options.get("out_channels", 3))
-
-
-class ModelsSection(Section):
-    """The two networks. Channel counts come from ``data`` and override the models' own options."""
-
-    generator: GeneratorChoice = Field(default_factory=GeneratorChoice, validate_default=True,
-                                       description="Registered generator and its options")
-    discriminator: DiscriminatorChoice = Field(default_factory=DiscriminatorChoice, validate_default=True,
-                                               description="Registered discriminator and its options")
-
-
-class OptimSection(Section):
-    """Adam for G and D, their LR schedules, and how updates are made."""
-
-    lr_g: float = Field(2e-4, gt=0, description="Generator learning rate")
-    lr_d: float = Field(2e-4, gt=0, description="Discriminator learning rate")
-    beta1: float = Field(0.5, ge=0, lt=1, description="Adam beta1 (both networks)")
-    beta2: float = Field(0.999, ge=0, lt=1, description="Adam beta2 (both networks)")
-    weight_decay: float = Field(0.0, ge=0, description="Adam weight decay (L2, both networks)")
-    implementation: Literal["auto", "fused", "foreach", "single", "default"] = Field(
-        "auto", description="Adam kernel: auto (fused where the device supports it), fused, foreach, single "
-                            "(per-tensor loop), default (torch's own choice, as the reference: foreach on CUDA, "
-                            "single on CPU)")
-    lr_schedule: ScheduleChoice = Field(default_factory=lambda: ScheduleChoice(**RUN_LENGTH_LR), validate_default=True,
-                                        description="LR multiplier schedule of G (and of D unless lr_schedule_d)")
-    lr_schedule_d: Optional[ScheduleChoice] = Field(None, description="Separate LR schedule for D (null: same as G)")
-    gradient_accumulation: int = Field(1, ge=1, description="Batches whose gradients are summed per update")
-    grad_clip: Optional[float] = Field(None, gt=0, description="Clip each network's gradient norm to this")
-    d_every: int = Field(1, ge=1, description="Update D every N steps")
-    g_every: int = Field(1, ge=1, description="Update G every N steps (d_every=1, g_every=5: 5 D updates per G)")
-
-
-class PrecisionSection(Section):
-    """Numeric precision and memory layout."""
-
-    amp: Literal["auto", "off", "bf16", "fp16"] = Field(
-        "auto", description="Autocast: auto (cuda: bf16 where supported, else fp16; cpu and mps: off), off, "
-                            "bf16, fp16")
-    channels_last: bool = Field(False, description="Use the channels_last memory format for networks and batches")
-    compile: Literal["off", "default", "reduce-overhead", "max-autotune"] = Field(
-        "off", description="torch.compile G and D for the training step (a torch.compile mode), or off (eager)")
-    compile_backend: Literal["inductor", "aot_eager", "eager"] = Field(
-        "inductor", description="torch.compile backend when compile is on (aot_eager: no C++ compiler needed)")
-
-
-class ValidationSection(Section):
-    """What validation measures, and when training stops early."""
-
-    metrics: list[Literal["l1", "psnr", "ssim"]] = Field(
-        default_factory=lambda: ["l1", "psnr", "ssim"], description="Metrics on the val split")
-    eval_mode: bool = Field(
-        True, description="Run G in eval mode (dropout off, running BN statistics). false: the reference's "
-                          "test behaviour (dropout on, batch statistics; BN running statistics are left untouched)")
-    max_batches: Optional[int] = Field(None, ge=1, description="Validate on at most N batches (null: all)")
-    early_stop_metric: Optional[str] = Field(None, description="Stop when this metric (e.g. psnr) stops improving")
-    early_stop_mode: Literal["auto", "min", "max"] = Field(
-        "auto", description="Which way early_stop_metric improves: min, max, or auto (l1 lower, psnr/ssim higher)")
-    early_stop_patience: int = Field(10, ge=1, description="Validations without improvement before stopping")
-    early_stop_min_delta: float = Field(0.0, ge=0, description="Smallest change that counts as improvement")
-
-    @model_validator(mode="after")
-    def _metric_known(self) -> "ValidationSection":
-        if self.early_stop_metric is not None and self.early_stop_metric.removeprefix("val/") not in self.metrics:
-            raise ValueError(f"early_stop_metric '{self.early_stop_metric}' is not among metrics "
-                             f"({', '.join(self.metrics)})")
-        return self
-
-
-class ExamplesSection(Section):
-    """Example grids (input | output | target) of fixed images, to watch the generator learn."""
-
-    every_epochs: Optional[int] = Field(1, ge=1, description="Write a grid every N epochs (null: never)")
-    count: int = Field(4, ge=1, le=64, description="How many images, spread over the split (one from each "
-                                                    "of count equal stretches, drawn by run.seed)")
-    split: Literal["val", "test", "train"] = Field("val", description="Where the images come from (train if "
-                                                                       "the split is missing)")
-
-
-class TestSection(Section):
-    """How ``nectargan test`` runs the generator by default (its --mode overrides it)."""
-
-    __test__ = False  # not a pytest test class, whatever its name
-
-    mode: Literal["eval", "train"] = Field(
-        "eval", description="eval: dropout off, BN running statistics; train: the reference's test.py, which never "
-                            "calls eval() (dropout on, statistics of each batch; the saved weights are not changed)")
+from nectargan_translate.options import (DISCRIMINATOR_CHANNELS, GENERATOR_CHANNELS, DataChoice, ExamplesSection,
+                                         ModelsSection, OptimSection, PrecisionSection, TestSection,
+                                         ValidationSection, data_channels)
 
 
 class Pix2pixOptions(BaseModel):

@@ -1,16 +1,14 @@
 """Entry point module: registration only. It must not import torch.
 
 Factories are registered as ``"module:attribute"`` strings, imported only
-when a run builds them; the options models and the CLI group are torch-free.
+when a run builds them; the options model is torch-free. The paired dataset
+and the commands (data, test, predict, export) come with nectargan-translate.
 """
 
 from __future__ import annotations
 
 from nectargan_core import hookimpl
 
-from .commands import COMMANDS
-from .data.options import PairedDataOptions
-from .data_cli import data_group
 from .options import Pix2pixOptions
 
 
@@ -18,19 +16,6 @@ from .options import Pix2pixOptions
 def register_trainers(register):
     register("pix2pix", "nectargan_pix2pix.trainer:Pix2pixTrainer", options=Pix2pixOptions,
              description="Paired image-to-image translation with a conditional GAN (the pix2pix reference step)")
-
-
-@hookimpl
-def register_datasets(register):
-    register("paired", "nectargan_pix2pix.data.dataset:build_paired_dataset", options=PairedDataOptions,
-             description="Paired A/B images: aligned A|B files or A/ and B/ folders, train/val/test splits")
-
-
-@hookimpl
-def register_commands(cli):
-    cli.add_command(data_group)
-    for command in COMMANDS:
-        cli.add_command(command)
 
 
 @hookimpl

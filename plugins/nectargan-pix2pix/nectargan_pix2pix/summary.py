@@ -15,10 +15,9 @@ from typing import Any, Mapping, Optional
 import torch
 
 from nectargan_losses.schedules import Constant, build_schedule
-
-from .data.listing import find_pairs, split_dir
-from .options import data_channels
-from .preflight import training_size
+from nectargan_translate.data.listing import find_pairs, split_dir
+from nectargan_translate.options import data_channels
+from nectargan_translate.preflight import training_size
 
 #: Options shown in the ``data`` row's preprocessing part, not repeated elsewhere.
 CHANNEL_OPTIONS = {"in_channels", "out_channels", "input_channels", "target_channels"}

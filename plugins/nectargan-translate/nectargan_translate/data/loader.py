@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader
 from nectargan_core import ResumableSampler
 from nectargan_core.signals import leave_stopping_to_main
 
-from .dataset import PairedDataset, collate
+from .paired import PairedDataset, collate
 
 
 class EpochSampler(ResumableSampler):

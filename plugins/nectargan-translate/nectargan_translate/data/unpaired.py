@@ -9,11 +9,11 @@ with ``serial``, and always in val and test, which are never random).
 Everything random about a training item (which B, each image's crop and
 flips) is drawn from (seed, epoch, index) alone, so a resumed run, another
 worker count or another visiting order sees the same pixels for the same
-item; the sampler (:class:`nectargan_pix2pix.data.loader.EpochSampler`)
+item; the sampler (:class:`nectargan_translate.data.loader.EpochSampler`)
 hands the epoch over with each index.
 
 Decoding, channel conversion and the transforms are the paired dataset's
-(:mod:`nectargan_pix2pix.data`); each image is transformed on its own.
+(:mod:`nectargan_translate.data`); each image is transformed on its own.
 """
 
 from __future__ import annotations
@@ -24,14 +24,13 @@ from typing import Any, Mapping, Sequence
 import torch
 from torch.utils.data import Dataset
 
-from nectargan_pix2pix.data.augment import PairTransform, build_transform
-from nectargan_pix2pix.data.dataset import Key, sample_seed
-from nectargan_pix2pix.data.decode import read_image, to_channels
-from nectargan_pix2pix.data.domains import DOMAINS, inspect_domains, require_root
-from nectargan_pix2pix.data.errors import DatasetError
-from nectargan_pix2pix.data.options import SPLITS, Split
-
-from .data_options import UnpairedDataOptions, parse_unpaired
+from .augment import PairTransform, build_transform
+from .decode import read_image, to_channels
+from .domains import DOMAINS, inspect_domains, require_root
+from .errors import DatasetError
+from .options import SPLITS, Split
+from .paired import Key, sample_seed
+from .unpaired_options import UnpairedDataOptions, parse_unpaired
 
 
 class DomainImages(Dataset):

@@ -3,7 +3,7 @@
 Importing this package does not import torch (the plugin module and the CLI
 import :mod:`.options` through it); the torch parts load on first access::
 
-    from nectargan_pix2pix.data import PairedDataOptions, PairedDataset, build_dataloader
+    from nectargan_translate.data import PairedDataOptions, PairedDataset, build_dataloader
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from .errors import DatasetError, DownloadError
 from .options import PairedDataOptions
 
 _LAZY = {
-    "PairedDataset": "dataset",
-    "build_paired_dataset": "dataset",
+    "PairedDataset": "paired",
+    "build_paired_dataset": "paired",
     "build_dataloader": "loader",
     "EpochSampler": "loader",
 }

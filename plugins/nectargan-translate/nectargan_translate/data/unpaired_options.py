@@ -2,7 +2,7 @@
 
 An unpaired dataset is sized, augmented, split and loaded exactly like a
 paired one, so its options are the paired dataset's
-(:class:`~nectargan_pix2pix.data.options.PairedDataOptions`: ``load_size``,
+(:class:`~nectargan_translate.data.options.PairedDataOptions`: ``load_size``,
 ``crop_size``, ``augment``, ``batch_size``, the loader keys, ``val`` and
 ``test``), with these differences:
 
@@ -24,7 +24,7 @@ from pydantic import Field, ValidationError
 
 from nectargan_core.config import describe_errors
 from nectargan_core.errors import ConfigError
-from nectargan_pix2pix.data.options import Channels, PairedDataOptions
+from .options import Channels, PairedDataOptions
 
 
 class UnpairedDataOptions(PairedDataOptions):

@@ -53,7 +53,7 @@ from nectargan_core.atomic import atomic_write_text, pid_alive, sweep_stale_temp
 from nectargan_core.errors import NectarGANError
 from nectargan_core.signals import leave_stopping_to_main
 
-from .data.dataset import PairedDataset
+from .data.paired import PairedDataset
 from .data.errors import DatasetError
 from .data.loader import build_dataloader
 from .evaluation import METRICS, per_image, to_unit
@@ -174,7 +174,7 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
              arch_options: Sequence[str] = (), direction: Optional[str] = None) -> EvaluationReport:
     """Run the generator of ``direction`` over ``split``; write metrics, images and the results page; return the scores.
 
-    With ``arch``, ``target`` is a reference state dict (see :func:`~nectargan_pix2pix.inference.load_generator`).
+    With ``arch``, ``target`` is a reference state dict (see :func:`~nectargan_translate.inference.load_generator`).
     """
     generator, *inverse = load_generators(target, which, [direction], device=device, arch=arch,
                                           arch_options=arch_options, inverse=True)

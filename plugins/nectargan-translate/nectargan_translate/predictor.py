@@ -3,7 +3,7 @@
 Inputs are found and checked first (:mod:`.files`). Each image is then
 converted to the generator's input channels (grey to RGB, alpha dropped,
 16-bit scaled by its full range), fitted to the sizes the generator accepts
-(:class:`~nectargan_pix2pix.images.Fit`), and batched with others of the
+(:class:`~nectargan_translate.images.Fit`), and batched with others of the
 same input size. Outputs are 8-bit PNGs named after their inputs; a folder's
 sub-folders are mirrored under the output folder. ``predict.json`` beside them
 records which weights made them (checkpoint, epoch, step) and lists them.
@@ -60,7 +60,7 @@ def predict(target: str | Path, inputs: Sequence[str | Path], out_dir: Path, *, 
             size: Optional[tuple[int, int]] = None, png_compression: int = PNG_COMPRESSION,
             arch: Optional[str] = None, arch_options: Sequence[str] = (),
             direction: Optional[str] = None) -> PredictReport:
-    """Find and check ``inputs`` (:func:`~nectargan_pix2pix.files.plan`), then :func:`predict_jobs`."""
+    """Find and check ``inputs`` (:func:`~nectargan_translate.files.plan`), then :func:`predict_jobs`."""
     return predict_jobs(target, plan(inputs, Path(out_dir), recursive), out_dir, which=which,
                         batch_size=batch_size, device=device, fit=fit, size=size, png_compression=png_compression,
                         arch=arch, arch_options=arch_options, direction=direction)
@@ -74,7 +74,7 @@ def predict_jobs(target: str | Path, jobs: list[Job], out_dir: Path, *, which: s
     """Generate an output PNG (zlib level ``png_compression``) for every job; return what was written.
 
     ``direction`` picks the generator (CycleGAN: ``AtoB`` or ``BtoA``; None: the checkpoint's first).
-    With ``arch``, ``target`` is a reference state dict (see :func:`~nectargan_pix2pix.inference.load_generator`).
+    With ``arch``, ``target`` is a reference state dict (see :func:`~nectargan_translate.inference.load_generator`).
     """
     generator = load_generator(target, which, device=device, arch=arch, arch_options=arch_options,
                                direction=direction)

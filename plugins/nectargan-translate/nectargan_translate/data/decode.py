@@ -1,6 +1,6 @@
 """Reading an image file into a float tensor in [0, 1], with a declared channel count.
 
-The bytes are decoded by :func:`~nectargan_pix2pix.data.pixels.read_pixels`
+The bytes are decoded by :func:`~nectargan_translate.data.pixels.read_pixels`
 (Pillow only, PNG checksums verified, EXIF orientation applied, 16-bit
 samples kept); the result is scaled by its bit depth, so a 16-bit image keeps
 its full range instead of being cut to 8 bits.

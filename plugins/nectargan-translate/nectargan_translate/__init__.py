@@ -1,0 +1,1 @@
+"""NectarGAN translate: what image-to-image translation trainers share, whatever their networks."""

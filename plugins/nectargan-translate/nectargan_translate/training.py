@@ -1,0 +1,109 @@
+"""Training helpers every image-translation trainer shares: Adam, LR schedules, examples, early stopping.
+
+pix2pix and CycleGAN build their optimizers, schedulers and example grids the
+same way, from the same option sections (:mod:`.options`); a third trainer
+on this layer gets the same behaviour by calling the same functions.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import torch
+
+from nectargan_core import Trainer
+from nectargan_core.errors import ConfigError
+from nectargan_core.metric_direction import improved
+from nectargan_losses.schedules import Pix2PixLinear, build_schedule, lr_scheduler
+
+
+def make_adam(params: Any, lr: float, optim: Any, device: torch.device) -> torch.optim.Adam:
+    """Adam with the configured kernel; ``auto`` uses the fused kernel where the device has one.
+
+    ``default`` asks for nothing, so torch picks the kernel exactly as for the
+    reference's ``torch.optim.Adam(params, lr, betas)``.
+    """
+    kwargs = dict(lr=lr, betas=(optim.beta1, optim.beta2), weight_decay=optim.weight_decay)
+    params = list(params)
+    choice = optim.implementation
+    if choice == "default":
+        return torch.optim.Adam(params, **kwargs)
+    if choice in {"auto", "fused"}:
+        try:
+            return torch.optim.Adam(params, fused=True, **kwargs)
+        except (RuntimeError, ValueError) as exc:
+            if choice == "fused":
+                raise ConfigError(f"optim.implementation: fused Adam is not available on {device}: {exc}") from None
+            choice = "foreach"
+    return torch.optim.Adam(params, foreach=choice == "foreach", **kwargs)
+
+
+def warn_if_decay_never_starts(schedule: Any, epochs: int, key: str, say: bool) -> None:
+    """One warning when a pix2pix_linear LR schedule keeps the full LR for every epoch the run trains."""
+    if not isinstance(schedule, Pix2PixLinear):  # another schedule's n_epochs may mean something else
+        return
+    n_epochs = schedule.n_epochs
+    if say and isinstance(n_epochs, int) and schedule.n_epochs_decay > 0 and n_epochs >= epochs:
+        print(f"warning: {key}: the LR stays constant for {n_epochs} epochs and the run trains {epochs} "
+              f"(loop.epochs), so its decay never starts; set {key}.n_epochs and n_epochs_decay to null to fit "
+              "the schedule to the run", file=sys.stderr)
+
+
+def check_sync_batchnorm(trainer: Trainer) -> None:
+    """Refuse synchronised batch norm with train-mode validation in a distributed run (it would hang).
+
+    The processes validate different numbers of images, so a synchronised
+    BatchNorm in training mode would wait forever for the others' statistics.
+    """
+    cfg = trainer.config
+    if trainer.dist.enabled and cfg.distributed.sync_batchnorm and not cfg.validation.eval_mode:
+        raise ConfigError("distributed.sync_batchnorm with validation.eval_mode=false: the processes validate "
+                          "different numbers of images, so synchronised batch norm in training mode would wait "
+                          "forever; set validation.eval_mode=true")
+
+
+def make_lr_schedulers(trainer: Trainer, opt_g: torch.optim.Optimizer, opt_d: torch.optim.Optimizer,
+                       names: tuple[str, str]) -> tuple[Any, Any, tuple[str, str]]:
+    """G's and D's LR schedulers, tracked under ``names``, and their units (``"epoch"`` or ``"step"``).
+
+    G's follows ``optim.lr_schedule``; D's ``optim.lr_schedule_d``, or G's
+    schedule when that is null. Schedules that follow the run's length (the
+    default one does) are fitted to ``loop.epochs``. Give each scheduler to
+    its kit update with its unit (``scheduler_unit=``).
+    """
+    optim, epochs = trainer.config.optim, trainer.config.loop.epochs
+    schedule_g = build_schedule(optim.lr_schedule.model_dump(), trainer.registry, epochs=epochs)
+    schedule_d = (build_schedule(optim.lr_schedule_d.model_dump(), trainer.registry, epochs=epochs)
+                  if optim.lr_schedule_d is not None else schedule_g)
+    warn_if_decay_never_starts(schedule_g, epochs, "optim.lr_schedule", trainer.is_main)
+    sched_g = trainer.track(names[0], lr_scheduler(opt_g, schedule_g))
+    sched_d = trainer.track(names[1], lr_scheduler(opt_d, schedule_d))
+    return sched_g, sched_d, (schedule_g.unit, schedule_d.unit)
+
+
+def write_epoch_examples(trainer: Any, epoch: int) -> None:
+    """The example grid ``examples/epochNNNN.png`` after every ``examples.every_epochs``-th epoch (main process)."""
+    every = trainer.config.examples.every_epochs
+    if every and (epoch + 1) % every == 0 and trainer.is_main:
+        trainer.write_examples(trainer.run_dir.examples / f"epoch{epoch + 1:04d}.png")
+
+
+class EarlyStopping:
+    """Counts validations without improvement; its state travels in checkpoints."""
+
+    def __init__(self) -> None:
+        self.best: float | None = None
+        self.bad = 0
+
+    def update(self, value: float, metric: str, mode: str, min_delta: float) -> None:
+        if improved(value, self.best, metric, mode, min_delta):
+            self.best, self.bad = value, 0
+        else:
+            self.bad += 1
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"best": self.best, "bad": self.bad}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.best, self.bad = state["best"], state["bad"]
