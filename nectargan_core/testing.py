@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Collection, NamedTuple
 
 import pytest
 
@@ -111,26 +111,38 @@ def tiny_preset(trainer: str, registry: Any = None) -> dict[str, Any]:
     return data
 
 
-def merge_sections(config: dict[str, Any], sections: dict[str, Any]) -> dict[str, Any]:
+def merge_sections(config: dict[str, Any], sections: dict[str, Any],
+                   choices: Collection[str] = ("data",)) -> dict[str, Any]:
     """``config`` with each of ``sections`` merged into the section of that name, one level deep.
 
-    A mapping updates the keys of a mapping section (``loop={"epochs": 2}``
-    keeps the other ``loop`` keys), unless it names another part than the
-    section does (``data={"name": "my_pairs", ...}`` in place of the preset's
-    ``paired``): another part takes other options, so it replaces the section.
-    Any other value, or a value for a section that is not a mapping, replaces
-    it. A key given a mapping, such as ``models={"generator": {...}}``,
-    replaces that key's whole value.
+    A mapping updates the keys of a mapping section (``loop={"epochs": 2}``,
+    ``run={"name": "b"}`` keep the other keys), unless the section is one of
+    ``choices``, the sections that choose a part by name, and the mapping
+    names another part (``data={"name": "my_pairs", ...}`` in place of the
+    preset's ``paired``): another part takes other options, so it replaces
+    the section. Any other value, or a value for a section that is not a
+    mapping, replaces it. A key given a mapping, such as
+    ``models={"generator": {...}}``, replaces that key's whole value.
+    ``tiny_config`` passes the choice sections of the trainer's options.
     """
     merged = dict(config)
     for name, value in sections.items():
         current = merged.get(name)
-        if isinstance(current, dict) and isinstance(value, dict) and value.get("name", current.get("name")) \
-                == current.get("name"):
-            merged[name] = {**current, **value}
-        else:
-            merged[name] = value
+        other_part = name in choices and value.get("name", current.get("name")) != current.get("name") \
+            if isinstance(current, dict) and isinstance(value, dict) else True
+        merged[name] = value if other_part else {**current, **value}
     return merged
+
+
+def choice_sections(trainer: str, registry: Any) -> frozenset[str]:
+    """The sections of ``trainer``'s config that choose a registered part by name (pix2pix: ``data``)."""
+    from .config import ComponentChoice
+
+    models = [c.options for c in registry.all("config_section")]
+    if registry.has("trainer", trainer):
+        models.append(registry.get("trainer", trainer).options)
+    return frozenset(name for model in models if model is not None for name, field in model.model_fields.items()
+                     if isinstance(field.annotation, type) and issubclass(field.annotation, ComponentChoice))
 
 
 @pytest.fixture
@@ -148,21 +160,23 @@ def tiny_config(tmp_path) -> Callable[..., dict[str, Any]]:
     """
 
     def make(trainer: str, *, preset: str | None = "auto", **sections: Any) -> dict[str, Any]:
+        from .plugins import PluginHost
+        from .presets import preset_data
+
+        registry = PluginHost(_host_env()).load_entry_points().registry
         if preset == "auto":
-            base = tiny_preset(trainer)
+            base = tiny_preset(trainer, registry)
         elif preset is None:
             base = {}
         else:
-            from .plugins import PluginHost
-            from .presets import preset_data
-
-            base = preset_data(PluginHost(_host_env()).load_entry_points().registry, preset)
+            base = preset_data(registry, preset)
+        choices = choice_sections(trainer, registry)
         config = merge_sections({**base, "trainer": trainer}, {
             "run": {"name": trainer, "output_dir": str(tmp_path / "runs"), "device": "cpu", "seed": 0},
             "loop": {"epochs": 1, "log_every_steps": 1},
-        })
+        }, choices)
         config["visualizers"] = {}
-        return merge_sections(config, sections)
+        return merge_sections(config, sections, choices)
 
     return make
 

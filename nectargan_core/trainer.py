@@ -22,7 +22,7 @@ import torch
 from .checkpoint import entry, load_checkpoint, restoring, save_checkpoint
 from .device import rng_state, seed_everything, set_rng_state
 from .distributed import Distributed
-from .errors import CheckpointError, NectarGANError, PluginError, TrainingError
+from .errors import CheckpointError, ConfigError, NectarGANError, PluginError, TrainingError
 from .kit import kits_of
 from .metric_direction import improved
 from .metrics import MetricsLog
@@ -34,6 +34,22 @@ if TYPE_CHECKING:  # pragma: no cover
     from .config import ComponentChoice, CoreConfig
     from .generators import GeneratorSpec
     from .registry import Registry
+
+
+def validated_options(component: Any, given: Mapping[str, Any]) -> dict[str, Any]:
+    """``component``'s options validated with the values of ``given`` that are options (the rest is not theirs)."""
+    from pydantic import ValidationError
+
+    from .config import describe_errors
+
+    model = component.options
+    fields = {key: value for key, value in given.items() if key in model.model_fields}
+    try:
+        return model(**fields).model_dump()
+    except ValidationError as exc:
+        problems = describe_errors(exc, model)
+        raise ConfigError(f"{component.kind} '{component.name}' ({component.provided_by}): {problems[0]}"
+                          + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")) from None
 
 
 class Trainer:
@@ -138,14 +154,18 @@ class Trainer:
 
         ``overrides`` are passed to the factory on top of the configured options
         (for values the trainer knows, such as the number of image channels).
+        A bare name gets its registered defaults with the overrides that are
+        options applied first, so a part with a required option builds when
+        the trainer gives it; a value its options refuse is a one-line
+        :class:`ConfigError` naming the part.
         """
         if self.registry is None:
             raise PluginError(f"trainer '{self.name}' has no registry to build a {kind} from")
         name = choice if isinstance(choice, str) else choice.name
         component = self.registry.get(kind, name)
-        if isinstance(choice, str):  # a bare name gets its registered defaults
+        if isinstance(choice, str):
             model = component.options
-            options = model().model_dump() if model is not None else {}
+            options = validated_options(component, overrides) if model is not None else {}
         else:
             options = choice.options
         return component.load()(**{**options, **overrides})

@@ -8,8 +8,10 @@ Runs use the fixtures plugin authors use (nectargan_core.testing) and the
 
 from __future__ import annotations
 
-import torch
+import json
+
 import pytest
+import torch
 
 import contract_parts
 from nectargan_core.errors import CheckpointError, ConfigError, NectarGANError, PluginError
@@ -268,3 +270,62 @@ def test_the_console_shows_the_first_eight_keys_without_a_dot():
     values = {"G/l1.raw": 9.0, **{f"k{i}": float(i) for i in range(10)}}
     assert format_values(values) == "  ".join(f"k{i} {i:.4g}" for i in range(8))
     assert format_values(values, 4) == "k0 0  k1 1  k2 2  k3 3"
+
+
+MANIFEST_DATASET = """
+    import torch
+    from pydantic import BaseModel, Field
+    from nectargan_core import hookimpl
+
+    class Options(BaseModel):
+        count: int = 5
+        size: int = 32
+        batch_size: int = Field(2, ge=1)
+
+    class Pairs(torch.utils.data.Dataset):
+        '''Pairs listed by a manifest of its own: no folder layout, no per-split options.'''
+
+        def __init__(self, count=5, size=32, batch_size=2, split="train", seed=0):
+            self.count, self.size, self.split = count, size, split
+            self.pairs = [("a name", "that pix2pix must not read")] * count
+
+        def __len__(self):
+            return self.count
+
+        def __getitem__(self, index):
+            offset = {"train": 0, "val": 100, "test": 200}[self.split]
+            a = torch.rand(3, self.size, self.size, generator=torch.Generator().manual_seed(offset + index)) * 2 - 1
+            return {"A": a, "B": a.flip(-1), "path": f"manifest/{self.split}/{index}.png"}
+
+    @hookimpl
+    def register_datasets(register):
+        register("manifest", "manifest_plugin:Pairs", options=Options)
+"""
+
+
+def test_nectargan_test_reads_any_dataset_that_meets_the_paired_contract(fake_dist, tmp_path):
+    """An outside dataset (items A, B and a path; a `pairs` attribute of its own) trains, and test scores it."""
+    site = fake_dist("nectargan-manifest", "manifest_plugin", MANIFEST_DATASET)
+    (tmp_path / "run.yaml").write_text(
+        "trainer: pix2pix\nrun: {name: manifest, output_dir: runs, device: cpu}\nvisualizers: []\n"
+        "data: {name: manifest, count: 5, batch_size: 2}\nloop: {epochs: 1}\nexamples: {count: 2}\n"
+        "models:\n  generator: {name: unet, depth: 5, ngf: 8, max_width: 32}\n"
+        "  discriminator: {name: patchgan, n_layers: 2, ndf: 8, max_width: 32}\n")
+    env = {"PYTHONPATH": str(site)}
+    trained = run_cli("train", "-c", "run.yaml", cwd=tmp_path, env=env, timeout=300)
+    assert trained.returncode == 0, trained.stderr
+    run_dir = tmp_path / "runs" / "manifest" / "version_0"
+    summary = dict(json.loads((run_dir / "summary.json").read_text())["rows"])
+    assert summary["examples"].startswith("2 val images spread over 5"), summary
+    assert summary["examples"].endswith(": #1, #4"), summary  # item numbers, drawn by run.seed
+    for split in ("test", "train"):
+        tested = run_cli("test", str(run_dir), "--split", split, cwd=tmp_path, env=env, timeout=300)
+        assert tested.returncode == 0, tested.stderr
+        results = next((run_dir / "test").glob(f"*-{split}"))
+        metrics = json.loads((results / "metrics.json").read_text())
+        names = [row["image"] for row in metrics["per_image"]]
+        assert names == [f"{i:04d}.png" for i in range(5)], names
+        assert [row["source"] for row in metrics["per_image"]] == [f"manifest/{split}/{i}.png" for i in range(5)]
+        for sub in ("images", "inputs", "targets"):
+            assert sorted(p.name for p in (results / sub).iterdir()) == names
+        assert f"{split}: 5 images" in tested.stdout, tested.stdout

@@ -126,8 +126,21 @@ def test_tiny_config_without_a_preset_or_with_another_part(tiny_config):
     assert reference["models"]["generator"]["name"] == "unet_256" and reference["loop"]["epochs"] == 1
 
 
+def test_tiny_config_merges_run_whatever_its_name(tiny_config, tmp_path):
+    """run.name is the run's name, not a part: giving it keeps the temporary output folder and the CPU."""
+    config = tiny_config("pix2pix", run={"name": "mine"})
+    assert config["run"] == {"name": "mine", "output_dir": str(tmp_path / "runs"), "device": "cpu", "seed": 0}
+    assert tiny_config("toy", run={"name": "other", "seed": 3})["run"]["output_dir"] == str(tmp_path / "runs")
+
+
 def test_merge_sections_replaces_a_key_given_a_mapping():
     merged = merge_sections({"models": {"generator": {"name": "unet", "depth": 5}, "discriminator": {"ndf": 8}}},
                             {"models": {"generator": {"name": "mine"}}, "visualizers": ["console"]})
     assert merged == {"models": {"generator": {"name": "mine"}, "discriminator": {"ndf": 8}},
                       "visualizers": ["console"]}
+    # only a choice section is replaced by a mapping that names another part
+    assert merge_sections({"run": {"name": "a", "seed": 1}, "data": {"name": "paired", "root": "x"}},
+                          {"run": {"name": "b"}, "data": {"name": "mine"}}) == \
+        {"run": {"name": "b", "seed": 1}, "data": {"name": "mine"}}
+    assert merge_sections({"head": {"name": "a", "k": 1}}, {"head": {"name": "b"}}, choices={"head"}) == \
+        {"head": {"name": "b"}}

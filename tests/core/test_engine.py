@@ -6,9 +6,10 @@ import json
 
 import pytest
 import torch
+from pydantic import BaseModel, Field
 
 from nectargan_core import Run, hookimpl, load_checkpoint, read_metrics
-from nectargan_core.errors import CheckpointError, PluginError
+from nectargan_core.errors import CheckpointError, ConfigError, PluginError
 from nectargan_core.hookproxy import part_of
 from nectargan_core.init_from import InitFromError
 from nectargan_core.rundir import RunDir
@@ -356,3 +357,31 @@ def test_no_emergency_checkpoint_when_nothing_is_new(tmp_path):
         run.fit()
     assert not list(run.run_dir.checkpoints.glob("emergency-*"))
     assert run.status()["emergency_checkpoint"] is None
+
+
+class WidgetOptions(BaseModel):
+    width: int = Field(ge=1, description="required: no default")
+    depth: int = Field(2, ge=1)
+
+
+class Widget:
+    def __init__(self, width: int, depth: int = 2, name: str = "") -> None:
+        self.width, self.depth, self.name = width, depth, name
+
+
+class WidgetPlugin:
+    @hookimpl
+    def register_models(self, register):
+        register("widget", f"{__name__}:Widget", options=WidgetOptions)
+
+
+def test_build_by_name_applies_the_overrides_before_validating(tmp_path, nectargan_plugin_host):
+    """A part with a required option builds when the trainer gives it; a refused value is one line naming the part."""
+    trainer = Run.create(toy_config(tmp_path), host=nectargan_plugin_host(WidgetPlugin())).trainer
+    built = trainer.build("model", "widget", width=5, name="extra, not an option")
+    assert (built.width, built.depth, built.name) == (5, 2, "extra, not an option")
+    for overrides, problem in (({}, "width: this key is required"),
+                               ({"width": 0}, "width: Input should be greater than or equal to 1 (got 0)")):
+        with pytest.raises(ConfigError) as caught:
+            trainer.build("model", "widget", **overrides)
+        assert str(caught.value) == f"model 'widget' (plugin 'WidgetPlugin'): {problem}"

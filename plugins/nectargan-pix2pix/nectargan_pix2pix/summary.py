@@ -16,6 +16,7 @@ import torch
 
 from nectargan_losses.schedules import Constant, build_schedule
 from nectargan_translate.data.listing import find_pairs, split_dir
+from nectargan_translate.data.paired import PairedDataset
 from nectargan_translate.options import data_channels
 from nectargan_translate.preflight import training_size
 
@@ -176,8 +177,11 @@ def examples_row(trainer: Any) -> str:
     dataset, indices, split = trainer.example_source
     if not indices:
         return f"none ({split} has no images)"
-    pairs = getattr(dataset, "pairs", None)
-    names = [pairs[i].a.name for i in indices] if pairs is not None else [str(i) for i in indices]
+    # the paired dataset's files by name; another plugin's dataset by item number (its attributes are its own)
+    if isinstance(dataset, PairedDataset):
+        names = [dataset.pairs[i].a.name for i in indices]
+    else:
+        names = [f"#{i}" for i in indices]
     shown = ", ".join(names[:SHOWN_EXAMPLES]) + (", ..." if len(names) > SHOWN_EXAMPLES else "")
     return f"{len(indices)} {split} images spread over {len(dataset)} (seed {trainer.config.run.seed}), " \
            f"every {every} epoch(s): {shown}"

@@ -53,9 +53,10 @@ from nectargan_core.atomic import atomic_write_text, pid_alive, sweep_stale_temp
 from nectargan_core.errors import NectarGANError
 from nectargan_core.signals import leave_stopping_to_main
 
-from .data.paired import PairedDataset
+from .contracts import batch_size_of, check_dataset_item
 from .data.errors import DatasetError
 from .data.loader import build_dataloader
+from .data.paired import PairedDataset
 from .evaluation import METRICS, per_image, to_unit
 from .examples import save_grid
 from .files import output_names
@@ -129,43 +130,60 @@ def format_metrics(values: dict[str, float]) -> str:
 
 
 def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional[Path],
-                  batch_size: Optional[int]) -> Any:
+                  batch_size: Optional[int]) -> tuple[Any, dict[str, Any], str]:
     """``split`` of the run's dataset, preprocessed like validation (the train split too, unaugmented).
 
-    A paired dataset, or a registered dataset that offers ``domain(name)`` (an unpaired one).
+    Returns the dataset, the options it was built with, and the split it was
+    built as (``val`` for the train split of a dataset with per-split options).
+
+    The paired dataset; an unpaired one (a registered dataset that offers
+    ``domain(name)``); or any registered dataset that meets the paired
+    contract (docs/plugins/contracts.md: items ``{"A": tensor, "B": tensor}``),
+    built as training builds it, ``factory(split=..., seed=..., **options)``.
     """
     data = generator.config.data
     options = dict(data.options)
-    if data_root is None and not options.get("root"):
-        raise DatasetError(f"{generator.checkpoint}: its config names no dataset folder (data.root), as for "
-                           "imported weights; pass --data-root DIR")
-    root = Path(data_root) if data_root is not None else Path(options["root"])
-    if not root.is_dir():
-        raise DatasetError(f"{root}: the run's dataset folder (data.root) was not found from here; "
-                           "pass --data-root DIR")
-    options["root"] = str(root)
+    if data_root is not None:
+        if data.name != "paired" and "root" not in options:
+            raise DatasetError(f"--data-root: dataset '{data.name}' has no root option; its own options say where "
+                               "its images are (see: nectargan config show)")
+        options["root"] = str(data_root)
+    if "root" in options or data.name == "paired":
+        if not options.get("root"):
+            raise DatasetError(f"{generator.checkpoint}: its config names no dataset folder (data.root), as for "
+                               "imported weights; pass --data-root DIR")
+        if not Path(options["root"]).is_dir():
+            raise DatasetError(f"{options['root']}: the run's dataset folder (data.root) was not found from here; "
+                               "pass --data-root DIR")
     view = "val" if split == "train" else split
-    if not isinstance(options.get(view), dict):
-        raise NectarGANError(f"nectargan test reads paired datasets, and unpaired ones (with domains); this run's "
-                             f"dataset '{data.name}' is neither")
-    view_options = dict(options[view])
-    if split == "train":
-        view_options["folder"] = "train"
-    if batch_size is not None:
-        view_options["batch_size"] = batch_size
-    if view_options["preprocess"] == "none":
-        view_options["batch_size"] = 1  # images keep their own sizes, which a batch cannot mix
-    options[view] = view_options
+    if isinstance(options.get(view), dict):  # the split's own options: folder, preprocess, batch_size
+        view_options = dict(options[view])
+        if split == "train":
+            view_options["folder"] = "train"
+        if batch_size is not None:
+            view_options["batch_size"] = batch_size
+        if view_options.get("preprocess") == "none":
+            view_options["batch_size"] = 1  # images keep their own sizes, which a batch cannot mix
+        options[view] = view_options
+    else:  # a dataset without per-split options reads the split it is asked for, batched by data.batch_size
+        view = split
+        if batch_size is not None and "batch_size" in options:
+            options["batch_size"] = batch_size
     if data.name == "paired":
-        return PairedDataset(options, view, seed=generator.config.run.seed)
+        return PairedDataset(options, view, seed=generator.config.run.seed), options, view
     from nectargan_core.plugins import get_plugins
 
-    dataset = get_plugins().registry.get("dataset", data.name).load()(split=view, seed=generator.config.run.seed,
-                                                                       **options)
-    if not callable(getattr(dataset, "domain", None)):
-        raise NectarGANError(f"nectargan test reads paired datasets, and unpaired ones (with domains); this run's "
-                             f"dataset '{data.name}' is neither")
-    return dataset
+    component = get_plugins().registry.get("dataset", data.name)
+    dataset = component.load()(split=view, seed=generator.config.run.seed, **options)
+    if not callable(getattr(dataset, "domain", None)) and len(dataset):
+        check_dataset_item(dataset, component.name, component.provided_by, view)
+    return dataset, options, view
+
+
+def dataset_label(dataset: Any, generator: LoadedGenerator) -> str:
+    """Where the dataset's images are, for messages: its folder, else its name."""
+    path = getattr(dataset, "path", None)
+    return str(path) if path is not None else f"dataset '{generator.config.data.name}'"
 
 
 def run_test(target: str | Path, which: str = "latest", *, split: str = "test", mode: Optional[Mode] = None,
@@ -182,10 +200,10 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
         # the run's own choice (the reference preset: train); a trainer without a test section: eval
         section = getattr(generator.config, "test", None)
         mode = getattr(section, "mode", "eval")
-    dataset = split_dataset(generator, split, data_root=data_root, batch_size=batch_size)
+    dataset, options, view = split_dataset(generator, split, data_root=data_root, batch_size=batch_size)
     if not len(dataset):
-        raise DatasetError(f"{dataset.path}: no images in the {split} split")
-    cycle = not isinstance(dataset, PairedDataset)
+        raise DatasetError(f"{dataset_label(dataset, generator)}: no images in the {split} split")
+    cycle = callable(getattr(dataset, "domain", None))
     suffix = (f"-{generator.direction}" if cycle else "") + ("" if mode == "eval" else "-train-mode")
     out_dir = Path(out_dir) if out_dir is not None else (
         run_dir_of(generator.checkpoint) / "test" / f"{generator.tag}-{split}{suffix}")
@@ -199,9 +217,10 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
             report = _test_cycle(generator, inverse[0] if inverse else None, dataset, split, mode, out_dir,
                                  staging, grid)
         else:
-            report = _test_pairs(generator, dataset, split, mode, out_dir, staging, grid)
+            report = _test_pairs(generator, dataset, split, mode, out_dir, staging, grid,
+                                 batch_size=batch_size_of(options, view) or 1, root=options.get("root"))
         report.replaced = replaced
-        view = getattr(dataset.options, "val" if split == "train" else split, None)
+        view = getattr(getattr(dataset, "options", None), "val" if split == "train" else split, None)
         report.preprocess = str(getattr(view, "preprocess", "?"))
         write_metrics(report, staging)
         write_page(report, staging)
@@ -211,10 +230,10 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
     return report
 
 
-def _test_pairs(generator: LoadedGenerator, dataset: PairedDataset, split: str, mode: Mode, out_dir: Path,
-                staging: Path, grid: bool) -> EvaluationReport:
+def _test_pairs(generator: LoadedGenerator, dataset: Any, split: str, mode: Mode, out_dir: Path,
+                staging: Path, grid: bool, *, batch_size: int, root: Optional[str]) -> EvaluationReport:
     """Each output against its target, next to the output = input baseline; files go to ``staging``."""
-    names = [path.name for path in output_names([Path(pair.a.name) for pair in dataset.pairs])]
+    names, sources, data_root, batches = _pairs_of(dataset, generator, batch_size, root)
     in_channels, out_channels = generator.channels
     fit = Fit("pad", generator.size_multiple)
     model, target_device = generator.model, next(generator.model.parameters()).device
@@ -225,7 +244,8 @@ def _test_pairs(generator: LoadedGenerator, dataset: PairedDataset, split: str, 
     sizes: list[tuple[int, int]] = [(0, 0)] * len(names)
     with evaluation_mode(model, mode == "eval"), torch.random.fork_rng():
         torch.manual_seed(generator.config.run.seed)
-        for batch in build_dataloader(dataset, device=target_device):
+        position = 0
+        for batch in batches:
             real_a, real_b = batch["A"].to(target_device), batch["B"].to(target_device)
             height, width = real_a.shape[-2:]
             fake_b = fit.restore(model(fit.prepare(real_a)), height, width)
@@ -235,8 +255,14 @@ def _test_pairs(generator: LoadedGenerator, dataset: PairedDataset, split: str, 
                 as_output = real_a if in_channels == out_channels else real_a.expand(-1, out_channels, -1, -1)
                 for name, scores in per_image(as_output, real_b).items():
                     baseline[name] += scores.tolist()
-            for i, index in enumerate(batch["index"].tolist()):
+            # another plugin's items may carry no "index"; its loader reads them in order
+            indices = batch["index"].tolist() if "index" in batch else range(position, position + len(real_a))
+            position += len(real_a)
+            paths = batch.get("path")
+            for i, index in enumerate(indices):
                 sizes[index] = (int(height), int(width))
+                if sources is not None and isinstance(paths, (list, tuple)) and isinstance(paths[i], str):
+                    sources[index] = paths[i]
                 for what, images in zip(PAIRED_COLUMNS, (real_a, fake_b, real_b)):
                     save_png(staging / FOLDERS[what] / names[index], to_unit(images[i]))
                 if grid:
@@ -245,8 +271,27 @@ def _test_pairs(generator: LoadedGenerator, dataset: PairedDataset, split: str, 
 
     return EvaluationReport(out_dir, generator, split, mode, names, values, mean_of(values),
                             mean_of(baseline) if has_baseline else None,
-                            baseline if has_baseline else None, sizes,
-                            sources=[str(pair.a) for pair in dataset.pairs], data_root=Path(dataset.options.root))
+                            baseline if has_baseline else None, sizes, sources=sources, data_root=data_root)
+
+
+def _pairs_of(dataset: Any, generator: LoadedGenerator, batch_size: int,
+              root: Optional[str]) -> tuple[list[str], Optional[list[str]], Optional[Path], Any]:
+    """Output names, source files, dataset folder and batches of a paired split.
+
+    The paired dataset names each output after its A file. Another plugin's
+    dataset is only known by its items, so its outputs are numbered in
+    order (``0000.png``, ...), and an item's ``"path"`` string, when it has
+    one, is recorded as the image's source.
+    """
+    device = next(generator.model.parameters()).device
+    if isinstance(dataset, PairedDataset):
+        names = [path.name for path in output_names([Path(pair.a.name) for pair in dataset.pairs])]
+        return (names, [str(pair.a) for pair in dataset.pairs], Path(dataset.options.root),
+                build_dataloader(dataset, device=device))
+    width = max(4, len(str(len(dataset) - 1)))
+    names = [f"{i:0{width}d}.png" for i in range(len(dataset))]
+    loader = leave_stopping_to_main(DataLoader(dataset, batch_size=batch_size, shuffle=False))
+    return names, [""] * len(names), Path(root) if root else None, loader
 
 
 def _test_cycle(generator: LoadedGenerator, back: Optional[LoadedGenerator], dataset: Any, split: str, mode: Mode,
@@ -259,7 +304,7 @@ def _test_cycle(generator: LoadedGenerator, back: Optional[LoadedGenerator], dat
     device = next(generator.model.parameters()).device
     images = dataset.domain(source)
     if not len(images):
-        raise DatasetError(f"{dataset.path}: no images in the {split} split's domain {source}")
+        raise DatasetError(f"{dataset_label(dataset, generator)}: no images in the {split} split's domain {source}")
     names = [path.name for path in output_names([Path(path.name) for path in images.paths])]
     fit = Fit("pad", generator.size_multiple)
     values: dict[str, list[float]] = {name: [] for name in METRICS}
