@@ -43,7 +43,7 @@ from .plugins import PluginHost, env_flag, get_plugins, make_tracer
 from .provenance import pins_for
 from .rundir import RunDir, latest_run
 from .runlock import RunLock, describe_holder
-from .trainer import Trainer
+from .trainer import Trainer, check_trainer_class
 
 
 class Run:
@@ -78,6 +78,7 @@ class Run:
             raise PluginError(
                 f"trainer '{component.name}' from {component.provided_by} is not a subclass of nectargan_core.Trainer"
             )
+        check_trainer_class(trainer_cls, f"trainer '{component.name}' ({component.provided_by})")
         self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs.RunSpecs)
         if env_flag(self.host.env, "NECTARGAN_TRACE_PLUGINS"):
@@ -302,7 +303,10 @@ def check_before_run_dir(config: CoreConfig, host: PluginHost) -> None:
         raise ConfigError(f"trainer: no trainer chosen; set 'trainer' in the config or use --trainer (installed: {names})")
     resolve_device(config.run.device)  # an unavailable device (cuda on a machine without one) is one line, no run dir
     registry = host.registry.pinned(pins_for(config))  # bare names resolve as the config recorded them
-    trainer_cls = registry.get("trainer", config.trainer, key="trainer").load()
+    component = registry.get("trainer", config.trainer, key="trainer")
+    trainer_cls = component.load()
+    if isinstance(trainer_cls, type) and issubclass(trainer_cls, Trainer):
+        check_trainer_class(trainer_cls, f"trainer '{component.name}' ({component.provided_by})")
     check = getattr(trainer_cls, "check_config", None)
     if callable(check):
         check(config, registry)

@@ -15,6 +15,7 @@ import itertools
 import math
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
 
 import torch
@@ -52,11 +53,60 @@ def validated_options(component: Any, given: Mapping[str, Any]) -> dict[str, Any
                           + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")) from None
 
 
+#: What the engine keeps on every trainer, by attribute name: a subclass that defines or assigns one of these
+#: would change the loop's state (``self.epoch = 3`` in ``setup`` would restart the schedule at epoch 3).
+ENGINE_STATE = frozenset({
+    "config", "dist", "registry", "run_dir", "hook", "device", "name", "stateful", "train_loader", "epoch",
+    "epochs_done", "global_step", "batch_in_epoch", "best_value", "stop_reason", "interrupted", "metrics_log",
+    "last_checkpoint", "records_dropped", "summary", "_run_lock", "_interval", "_interval_steps", "_epoch_sums",
+    "_epoch_steps", "_started", "_finished", "_saved_at", "_start_time", "_warned_best", "_stop_request",
+    "_checkpoint_due",
+})
+#: The methods a trainer overrides (docs/plugins/trainer-api.md); Trainer's other methods are the engine's.
+OVERRIDABLE = frozenset({"setup", "train_dataloader", "check_config", "generator_spec", "describe"})
+#: Files whose code may assign the engine's attributes: this module and the run that owns the trainer.
+_ENGINE_FILES = frozenset({__file__, str(Path(__file__).with_name("run.py"))})
+NAMES_DOC = "docs/plugins/trainer-api.md#names-the-engine-owns"
+
+
+def engine_names() -> frozenset[str]:
+    """Every attribute name a trainer subclass must leave to the engine."""
+    methods = {name for name, value in vars(Trainer).items()
+               if not name.startswith("__") and (callable(value) or isinstance(value, (property, classmethod,
+                                                                                         staticmethod)))}
+    return ENGINE_STATE | (methods - OVERRIDABLE)
+
+
+def check_trainer_class(trainer_cls: type, label: str) -> None:
+    """Refuse a trainer class that defines a name the engine owns (one line naming the class and the name)."""
+    owned = engine_names()
+    for cls in trainer_cls.__mro__:
+        if cls is Trainer:
+            return
+        clashes = sorted(name for name in vars(cls) if name in owned)
+        if clashes:
+            raise PluginError(f"{label}: {cls.__qualname__} defines {', '.join(repr(n) for n in clashes)}, which "
+                              f"the engine owns (the loop's own state and methods); rename "
+                              f"{'it' if len(clashes) == 1 else 'them'} (see {NAMES_DOC})")
+
+
 class Trainer:
     """Base class for trainers. Subclasses implement ``setup`` and the ``train_step`` hook."""
 
     options: ClassVar[Any] = None
     """The pydantic model of the trainer's own config sections (also given to ``register``)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # The trainer's own code (a method of a subclass) may not write the engine's state; the engine may, and
+        # so may code outside the trainer (a test that sets up a position).
+        frame = sys._getframe(1)
+        if name in ENGINE_STATE and frame.f_code.co_filename not in _ENGINE_FILES \
+                and frame.f_locals.get("self") is self:
+            caller = frame.f_code.co_name
+            raise PluginError(f"trainer '{getattr(self, 'name', type(self).__name__)}': {type(self).__qualname__}."
+                              f"{caller} assigns self.{name}, which the engine owns (the loop's own state); name "
+                              f"your attribute otherwise (see {NAMES_DOC})")
+        object.__setattr__(self, name, value)
     distributed_validation: ClassVar[bool] = False
     """In a distributed run: True when ``validate`` runs in every process, each on its share of
     the val split, and returns the metrics of the whole split (reduced across processes);

@@ -13,6 +13,7 @@ from nectargan_core.errors import CheckpointError, ConfigError, PluginError
 from nectargan_core.hookproxy import part_of
 from nectargan_core.init_from import InitFromError
 from nectargan_core.rundir import RunDir
+from support import run_cli
 
 
 def toy_config(tmp_path, **loop):
@@ -385,3 +386,64 @@ def test_build_by_name_applies_the_overrides_before_validating(tmp_path, nectarg
         with pytest.raises(ConfigError) as caught:
             trainer.build("model", "widget", **overrides)
         assert str(caught.value) == f"model 'widget' (plugin 'WidgetPlugin'): {problem}"
+
+
+from nectargan_toy.options import ToyTrainerOptions  # noqa: E402
+from nectargan_toy.trainer import ToyTrainer  # noqa: E402
+
+
+class SummaryTrainer(ToyTrainer):
+    summary = "my own summary"  # the engine's: what describe() said at the start
+
+    def fit(self):  # the engine's
+        return self
+
+
+class EpochInSetupTrainer(ToyTrainer):
+    def setup(self):
+        super().setup()
+        self.epoch = 3  # the engine's: the loop's position
+
+
+class ClashPlugin:
+    @hookimpl
+    def register_trainers(self, register):
+        register("clash_class", f"{__name__}:SummaryTrainer", options=ToyTrainerOptions)
+        register("clash_setup", f"{__name__}:EpochInSetupTrainer", options=ToyTrainerOptions)
+
+
+def test_a_trainer_cannot_take_a_name_the_engine_owns(tmp_path, nectargan_plugin_host):
+    host = nectargan_plugin_host(ClashPlugin())
+    config = {**toy_config(tmp_path), "trainer": "clash_class"}
+    with pytest.raises(PluginError) as defined:
+        Run.create(config, host=host)
+    assert str(defined.value) == (
+        "trainer 'clash_class' (plugin 'ClashPlugin'): SummaryTrainer defines 'fit', 'summary', which the engine owns "
+        "(the loop's own state and methods); rename them (see docs/plugins/trainer-api.md#names-the-engine-owns)")
+    run = Run.create({**toy_config(tmp_path), "trainer": "clash_setup"}, host=host)
+    with pytest.raises(PluginError) as assigned:
+        run.fit()
+    assert str(assigned.value) == (
+        "trainer 'clash_setup': EpochInSetupTrainer.setup assigns self.epoch, which the engine owns (the loop's own "
+        "state); name your attribute otherwise (see docs/plugins/trainer-api.md#names-the-engine-owns)")
+
+
+def test_a_clashing_trainer_is_refused_before_its_run_directory_exists(fake_dist, tmp_path):
+    site = fake_dist("nectargan-clash", "clash_plugin", """
+        from nectargan_core import hookimpl
+        from nectargan_toy.options import ToyTrainerOptions
+        from nectargan_toy.trainer import ToyTrainer
+
+        class HookTrainer(ToyTrainer):
+            hook = None
+
+        @hookimpl
+        def register_trainers(register):
+            register("clash", "clash_plugin:HookTrainer", options=ToyTrainerOptions)
+    """)
+    result = run_cli("train", "--trainer", "clash", "--set", f"run.output_dir={tmp_path / 'runs'}",
+                     env={"PYTHONPATH": str(site)})
+    assert (result.returncode, result.stderr) == (1, (
+        "error: trainer 'clash' (plugin 'clash_plugin' (nectargan-clash)): HookTrainer defines 'hook', which the engine "
+        "owns (the loop's own state and methods); rename it (see docs/plugins/trainer-api.md#names-the-engine-owns)\n"))
+    assert not (tmp_path / "runs").exists()
