@@ -28,6 +28,7 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    PrivateAttr,
     Field,
     ValidationError,
     ValidationInfo,
@@ -139,19 +140,23 @@ class CheckpointSection(Section):
     save_last: bool = Field(True, description="Always save when training ends")
     best_metric: Optional[str] = Field(None, description="Validation metric that selects best.pt (e.g. val/psnr)")
     best_mode: str = Field("auto", pattern="^(auto|min|max)$",
-                           description="Which way best_metric improves: min, max, or auto (from the metric's name: "
-                                       "psnr/ssim higher, l1/mse/loss lower)")
+                           description="Which way best_metric improves: min, max, or auto (as the metric's plugin "
+                                       "registered it, else from its name: psnr/ssim higher, l1/mse/loss lower)")
+    #: best_mode with ``auto`` resolved when the config was validated (with the registered metrics when known).
+    _best_direction: str = PrivateAttr("min")
 
     @model_validator(mode="after")
-    def _direction_known(self) -> "CheckpointSection":
+    def _direction_known(self, info: ValidationInfo) -> "CheckpointSection":
         if self.best_metric is not None:
-            _at_key("best_metric", _direction_of, self.best_metric, self.best_mode, "checkpoint.best_mode")
+            registry = registry_from(info)
+            _at_key("best_metric", _direction_of, self.best_metric, self.best_mode, "checkpoint.best_mode", registry)
+            self._best_direction = direction(self.best_metric, self.best_mode, registry)
         return self
 
     @property
     def best_direction(self) -> str:
         """``min`` or ``max`` for ``best_metric`` (``best_mode`` with ``auto`` resolved)."""
-        return direction(self.best_metric, self.best_mode) if self.best_metric else "min"
+        return self._best_direction
 
 
 #: The longest distributed.timeout_s: a week (a rank silent for longer is not coming back).
@@ -315,10 +320,10 @@ def _at_key(key: str, check: Any, *args: Any) -> None:
         raise PydanticCustomError(KEYED_ERROR, "{key}: {message}", {"key": key, "message": str(exc)}) from None
 
 
-def _direction_of(metric: str, mode: str, mode_key: str) -> None:
-    """Refuse ``mode: auto`` for a metric whose name does not say which way it improves."""
+def _direction_of(metric: str, mode: str, mode_key: str, registry: Any = None) -> None:
+    """Refuse ``mode: auto`` for a metric that is not registered and whose name does not say which way it improves."""
     try:
-        direction(metric, mode)
+        direction(metric, mode, registry)
     except ValueError as exc:
         raise ValueError(f"{exc}; set {mode_key}: min or max") from None
 

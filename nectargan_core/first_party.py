@@ -24,6 +24,7 @@ PROVIDED: dict[str, dict[str, frozenset[str]]] = {
     "nectargan-translate": {
         "plugin": frozenset({"translate"}),
         "dataset": frozenset({"paired", "unpaired"}),
+        "metric": frozenset({"l1", "psnr", "ssim"}),
         "command": frozenset({"data", "test", "predict", "export"}),
     },
     "nectargan-models": {

@@ -145,6 +145,18 @@ class RegistrationSpecs:
         """
 
     @hookspec
+    def register_metrics(self, register: Register) -> None:
+        """Register evaluation metrics with the way they improve.
+
+        ``register(name, metric, direction="min"|"max", description=...)``.
+        ``direction`` is required: ``checkpoint.best_mode: auto`` and early
+        stopping read it. What ``metric`` is depends on who computes it;
+        nectargan-translate's validation and ``nectargan test`` call
+        ``metric(fake, real)`` on images in [0, 1] and expect one value per
+        image (a tensor of shape ``[batch]``).
+        """
+
+    @hookspec
     def register_commands(self, cli: "click.Group") -> None:
         """Add click commands to the ``nectargan`` command line: ``cli.add_command(cmd)``.
 

@@ -43,7 +43,10 @@ KINDS: dict[str, str] = {
     "callback": "register_callbacks",
     "config_section": "register_config_sections",
     "preset": "register_presets",
+    "metric": "register_metrics",
 }
+#: What each kind's ``register`` call must say besides the name: ``metric`` needs its direction.
+REQUIRED_META: dict[str, dict[str, tuple[str, ...]]] = {"metric": {"direction": ("min", "max")}}
 HOOK_TO_KIND = {hook: kind for kind, hook in KINDS.items()}
 #: Kinds whose parts are classes implementing run hooks.
 RUN_HOOK_KINDS = ("trainer", "visualizer", "callback")
@@ -376,6 +379,10 @@ class Registry:
             check_name(kind, name)
             if obj is None:
                 raise PluginError(f"{kind} '{name}' from plugin '{provider}' was registered as None")
+            for key, allowed in REQUIRED_META.get(kind, {}).items():
+                if meta.get(key) not in allowed:
+                    raise PluginError(f"{kind} '{name}' from plugin '{provider}': register it with "
+                                      f"{key}={' or '.join(repr(a) for a in allowed)} (got {meta.get(key)!r})")
             if description is None:
                 description = default_description(obj)
             component = Component(

@@ -329,3 +329,62 @@ def test_nectargan_test_reads_any_dataset_that_meets_the_paired_contract(fake_di
         for sub in ("images", "inputs", "targets"):
             assert sorted(p.name for p in (results / sub).iterdir()) == names
         assert f"{split}: 5 images" in tested.stdout, tested.stdout
+
+
+EDGE_METRIC = """
+    import torch
+    from nectargan_core import hookimpl
+
+    def edge_l1(fake, real):
+        '''Mean absolute difference of the horizontal gradients, per image (lower is better).'''
+        grad = lambda x: x[..., 1:] - x[..., :-1]
+        return (grad(fake) - grad(real)).abs().flatten(1).mean(dim=1)
+
+    @hookimpl
+    def register_metrics(register):
+        register("edge_l1", "edge_plugin:edge_l1", direction="min", description="Gradient L1")
+"""
+
+
+def test_a_registered_metric_validates_selects_best_and_is_scored_by_test(fake_dist, tmp_path, tiny_paired_dataset):
+    site = fake_dist("nectargan-edge", "edge_plugin", EDGE_METRIC)
+    env = {"PYTHONPATH": str(site)}
+    common = ["--preset", "pix2pix-tiny", "--set", f"data.root={tiny_paired_dataset}", "--set", "run.output_dir=runs",
+              "--set", "run.device=cpu", "--set", "visualizers=[]", "--set", "validation.metrics=[l1, edge_l1]"]
+    trained = run_cli("train", *common, "--set", "loop.epochs=2", "--set", "checkpoint.best_metric=val/edge_l1",
+                      cwd=tmp_path, env=env, timeout=300)
+    assert trained.returncode == 0, trained.stderr
+    run_dir = next((tmp_path / "runs").glob("*/version_0"))
+    vals = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    edges = [r["metrics"]["edge_l1"] for r in vals if r["kind"] == "val"]
+    assert len(edges) == 2 and all(isinstance(v, float) for v in edges), vals
+    best = torch.load(run_dir / "checkpoints" / "best.pt", map_location="cpu", weights_only=False)
+    # auto: lower is better, as registered (the epochs differ, so the other direction would pick the other one)
+    assert best["epoch"] == 1 + edges.index(min(edges)) != 1 + edges.index(max(edges)), (best["epoch"], edges)
+
+    tested = run_cli("test", str(run_dir), "--split", "val", cwd=tmp_path, env=env, timeout=300)
+    assert tested.returncode == 0, tested.stderr
+    results = next((run_dir / "test").glob("*-val"))
+    metrics = json.loads((results / "metrics.json").read_text())
+    assert set(metrics["mean"]) == {"l1", "psnr", "ssim", "edge_l1"}
+    assert all(isinstance(row["edge_l1"], float) for row in metrics["per_image"])
+    assert (results / "metrics.csv").read_text().splitlines()[0] == "image,l1,psnr,ssim,edge_l1"
+    assert "edge_l1" in tested.stdout and "lower is better" in (results / "index.html").read_text()
+
+    # without the plugin, the metric is an unknown name, said in one line before any run directory
+    refused = run_cli("train", *common, "--set", "run.name=refused", cwd=tmp_path)
+    assert refused.returncode == 2 and "unknown metric 'edge_l1'" in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and not (tmp_path / "runs" / "refused").exists()
+
+
+def test_a_metric_registered_without_its_direction_fails_to_load(fake_dist, tmp_path):
+    site = fake_dist("nectargan-nodir", "nodir_plugin", """
+        from nectargan_core import hookimpl
+
+        @hookimpl
+        def register_metrics(register):
+            register("sharpness", "nodir_plugin:register_metrics")
+    """)
+    listed = run_cli("plugins", "list", cwd=tmp_path, env={"PYTHONPATH": str(site)})
+    assert "metric 'sharpness' from plugin 'nodir_plugin': register it with direction='min' or 'max' (got None)" \
+        in listed.stdout + listed.stderr, listed.stdout + listed.stderr

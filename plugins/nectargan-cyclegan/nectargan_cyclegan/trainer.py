@@ -295,7 +295,7 @@ class CycleGANTrainer(Trainer):
         metrics: dict[str, float] = {}
         with self._evaluating(cfg.eval_mode):
             for domain, (forth, back) in there_and_back.items():
-                accumulator = MetricAccumulator(cfg.metrics)
+                accumulator = MetricAccumulator(cfg.metrics, self.registry)
                 for batch in self._domain_loader(domain, cfg.max_batches):
                     real = self._to_device(batch["image"])
                     with self.precision.autocast():

@@ -281,7 +281,7 @@ class Pix2pixTrainer(Trainer):
         if self.val_set is None or not len(self.val_set):
             return None
         cfg = self.config.validation
-        accumulator = MetricAccumulator(cfg.metrics)
+        accumulator = MetricAccumulator(cfg.metrics, self.registry)
         with evaluation_mode(self.generator, cfg.eval_mode):
             for batch in self.eval_loader(self.val_set, cfg.max_batches):
                 with self.precision.autocast():
@@ -291,7 +291,8 @@ class Pix2pixTrainer(Trainer):
         metrics = accumulator.compute()
         if cfg.early_stop_metric is not None:
             key = cfg.early_stop_metric.removeprefix("val/")
-            self.early_stopping.update(metrics[key], key, cfg.early_stop_mode, cfg.early_stop_min_delta)
+            self.early_stopping.update(metrics[key], key, cfg.early_stop_mode, cfg.early_stop_min_delta,
+                                       self.registry)
             if self.early_stopping.bad >= cfg.early_stop_patience:
                 self.request_stop(f"early stopping: val/{key} did not improve for {cfg.early_stop_patience} "
                                   f"validations (best {self.early_stopping.best:.4g})")

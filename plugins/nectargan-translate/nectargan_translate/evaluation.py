@@ -1,22 +1,28 @@
-"""Image metrics for validation and ``nectargan test``: L1, PSNR and SSIM.
+"""Image metrics for validation and ``nectargan test``: L1, PSNR, SSIM, and any a plugin registers.
 
 Images arrive in the model's [-1, 1] range and are compared in [0, 1]
 (so L1 is the mean absolute pixel error on a 0..1 scale and PSNR uses a data
-range of 1). Per-image values stay on the device until :meth:`compute`.
+range of 1). A metric is a function ``metric(fake, real) -> Tensor[batch]``
+of one value per image, registered with ``register_metrics`` and the way it
+improves; a split's score is the mean of its images' values. Per-image
+values stay on the device until :meth:`MetricAccumulator.compute`.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
+
+from nectargan_core.errors import PluginError
 
 # torchmetrics is imported where a metric is computed: importing it costs ~2 s here (scipy), and
 # `nectargan predict` / export import this module only for to_unit and evaluation_mode.
 
+#: The metrics every translation run is scored with (registered by this plugin).
 METRICS = ("l1", "psnr", "ssim")
-#: Which way each metric improves.
+#: Which way each of them improves.
 HIGHER_IS_BETTER = {"l1": False, "psnr": True, "ssim": True}
 
 
@@ -24,34 +30,67 @@ def to_unit(images: torch.Tensor) -> torch.Tensor:
     return ((images.float() + 1) / 2).clamp(0, 1)
 
 
-def per_image(fake: torch.Tensor, real: torch.Tensor, names: Iterable[str] = METRICS) -> dict[str, torch.Tensor]:
-    """Each metric for each image of the batch: ``{name: tensor of shape [B]}``."""
-    from torchmetrics.functional.image import peak_signal_noise_ratio, structural_similarity_index_measure
+def l1(fake: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
+    """Mean absolute pixel error of each image, on the 0..1 scale (lower is better)."""
+    return (fake - real).abs().flatten(1).mean(dim=1)
 
-    fake, real = to_unit(fake), to_unit(real)
-    out: dict[str, torch.Tensor] = {}
+
+def psnr(fake: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
+    """Peak signal-to-noise ratio of each image in dB, data range 1 (higher is better)."""
+    from torchmetrics.functional.image import peak_signal_noise_ratio
+
+    return peak_signal_noise_ratio(fake, real, data_range=1.0, reduction="none", dim=(1, 2, 3))
+
+
+def ssim(fake: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
+    """Structural similarity of each image, data range 1 (higher is better)."""
+    from torchmetrics.functional.image import structural_similarity_index_measure
+
+    return structural_similarity_index_measure(fake, real, data_range=1.0, reduction="none")
+
+
+BUILTIN: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {"l1": l1, "psnr": psnr, "ssim": ssim}
+
+
+def metric_functions(names: Iterable[str], registry: Any = None) -> dict[str, Callable[..., torch.Tensor]]:
+    """The function of each metric in ``names``: this plugin's own, else the one registered under that name."""
+    functions = {}
     for name in names:
-        if name == "l1":
-            out[name] = (fake - real).abs().flatten(1).mean(dim=1)
-        elif name == "psnr":
-            out[name] = peak_signal_noise_ratio(fake, real, data_range=1.0, reduction="none", dim=(1, 2, 3))
-        elif name == "ssim":
-            out[name] = structural_similarity_index_measure(fake, real, data_range=1.0, reduction="none")
+        if registry is not None and (name not in BUILTIN or registry.has("metric", name)):
+            functions[name] = registry.get("metric", name).load()
+        elif name in BUILTIN:
+            functions[name] = BUILTIN[name]
         else:
             raise ValueError(f"unknown metric {name!r}; known: {', '.join(METRICS)}")
+    return functions
+
+
+def per_image(fake: torch.Tensor, real: torch.Tensor, names: Iterable[str] = METRICS,
+              registry: Any = None) -> dict[str, torch.Tensor]:
+    """Each metric for each image of the batch: ``{name: tensor of shape [B]}``."""
+    fake, real = to_unit(fake), to_unit(real)
+    out: dict[str, torch.Tensor] = {}
+    for name, function in metric_functions(names, registry).items():
+        value = function(fake, real)
+        if not isinstance(value, torch.Tensor) or value.shape != (fake.shape[0],):
+            shown = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+            raise PluginError(f"metric '{name}': returned {shown} for a batch of {fake.shape[0]} images; a metric "
+                              f"returns one value per image, a tensor of shape [{fake.shape[0]}]")
+        out[name] = value
     return out
 
 
 class MetricAccumulator:
     """Sums per-image metrics on the device; one host transfer in :meth:`compute`."""
 
-    def __init__(self, names: Iterable[str] = METRICS) -> None:
+    def __init__(self, names: Iterable[str] = METRICS, registry: Any = None) -> None:
         self.names = list(names)
+        self.registry = registry
         self.sums: dict[str, torch.Tensor] = {}
         self.count = 0
 
     def update(self, fake: torch.Tensor, real: torch.Tensor) -> dict[str, torch.Tensor]:
-        values = per_image(fake, real, self.names)
+        values = per_image(fake, real, self.names, self.registry)
         for name, value in values.items():
             total = value.double().sum()
             self.sums[name] = self.sums[name] + total if name in self.sums else total

@@ -20,12 +20,17 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from nectargan_core.config import Section, choice_of
+from nectargan_core.config import Section, choice_of, registry_from
+from nectargan_core.errors import PluginError
+from nectargan_core.metric_direction import direction
 from nectargan_losses.options import ScheduleChoice
 
 from .contracts import DatasetChoice
+
+#: The metrics this plugin registers (what validation accepts where no registry is at hand).
+METRIC_NAMES = ("l1", "psnr", "ssim")
 
 DataChoice = DatasetChoice
 GeneratorChoice = choice_of("model", default="unet_256")
@@ -93,23 +98,44 @@ class PrecisionSection(Section):
 class ValidationSection(Section):
     """What validation measures, and when training stops early."""
 
-    metrics: list[Literal["l1", "psnr", "ssim"]] = Field(
-        default_factory=lambda: ["l1", "psnr", "ssim"], description="Metrics on the val split")
+    metrics: list[str] = Field(
+        default_factory=lambda: ["l1", "psnr", "ssim"],
+        description="Metrics on the val split: l1, psnr, ssim, or any a plugin registers (nectargan plugins list)")
     eval_mode: bool = Field(
         True, description="Run G in eval mode (dropout off, running BN statistics). false: the reference's "
                           "test behaviour (dropout on, batch statistics; BN running statistics are left untouched)")
     max_batches: Optional[int] = Field(None, ge=1, description="Validate on at most N batches (null: all)")
     early_stop_metric: Optional[str] = Field(None, description="Stop when this metric (e.g. psnr) stops improving")
     early_stop_mode: Literal["auto", "min", "max"] = Field(
-        "auto", description="Which way early_stop_metric improves: min, max, or auto (l1 lower, psnr/ssim higher)")
+        "auto", description="Which way early_stop_metric improves: min, max, or auto (as the metric is registered: "
+                            "l1 lower, psnr/ssim higher)")
     early_stop_patience: int = Field(10, ge=1, description="Validations without improvement before stopping")
     early_stop_min_delta: float = Field(0.0, ge=0, description="Smallest change that counts as improvement")
 
+    @field_validator("metrics")
+    @classmethod
+    def _registered(cls, names: list[str], info: ValidationInfo) -> list[str]:
+        registry = registry_from(info)
+        for name in names:
+            if registry is not None:
+                try:
+                    registry.get("metric", name)
+                except PluginError as exc:
+                    raise ValueError(str(exc)) from None
+            elif name not in METRIC_NAMES:
+                raise ValueError(f"unknown metric '{name}'; available: {', '.join(METRIC_NAMES)}")
+        return names
+
     @model_validator(mode="after")
-    def _metric_known(self) -> "ValidationSection":
-        if self.early_stop_metric is not None and self.early_stop_metric.removeprefix("val/") not in self.metrics:
-            raise ValueError(f"early_stop_metric '{self.early_stop_metric}' is not among metrics "
-                             f"({', '.join(self.metrics)})")
+    def _metric_known(self, info: ValidationInfo) -> "ValidationSection":
+        if self.early_stop_metric is not None:
+            if self.early_stop_metric.removeprefix("val/") not in self.metrics:
+                raise ValueError(f"early_stop_metric '{self.early_stop_metric}' is not among metrics "
+                                 f"({', '.join(self.metrics)})")
+            try:
+                direction(self.early_stop_metric, self.early_stop_mode, registry_from(info))
+            except ValueError as exc:
+                raise ValueError(f"{exc}; set early_stop_mode: min or max") from None
         return self
 
 

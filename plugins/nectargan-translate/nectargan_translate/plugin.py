@@ -1,8 +1,8 @@
 """Entry point module: registration only. It must not import torch.
 
-The datasets and commands every image-translation trainer shares: the paired
-and unpaired datasets, ``nectargan data``, ``test``, ``predict`` and
-``export``. Factories are ``"module:attribute"`` strings, imported only when a
+The datasets, metrics and commands every image-translation trainer shares:
+the paired and unpaired datasets, L1, PSNR and SSIM, ``nectargan data``,
+``test``, ``predict`` and ``export``. Factories are ``"module:attribute"`` strings, imported only when a
 run builds them.
 """
 
@@ -29,3 +29,13 @@ def register_commands(cli):
     cli.add_command(data_group)
     for command in COMMANDS:
         cli.add_command(command)
+
+
+@hookimpl
+def register_metrics(register):
+    register("l1", "nectargan_translate.evaluation:l1", direction="min",
+             description="Mean absolute pixel error on a 0..1 scale")
+    register("psnr", "nectargan_translate.evaluation:psnr", direction="max",
+             description="Peak signal-to-noise ratio in dB (data range 1)")
+    register("ssim", "nectargan_translate.evaluation:ssim", direction="max",
+             description="Structural similarity (data range 1)")

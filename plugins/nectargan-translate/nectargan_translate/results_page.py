@@ -23,7 +23,6 @@ from urllib.parse import quote
 
 from nectargan_core.atomic import atomic_write_text
 
-from .evaluation import METRICS
 from .inference import run_dir_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -103,6 +102,28 @@ def data_value(value: float) -> str:
     return "Infinity" if value == math.inf else "-Infinity" if value == -math.inf else repr(float(value))
 
 
+def label(metric: str) -> str:
+    return LABELS.get(metric, metric)
+
+
+def better(metric: str) -> str:
+    """Which way ``metric`` improves, in words, as its plugin registered it ("" when nobody says)."""
+    if metric in BETTER:
+        return BETTER[metric]
+    from nectargan_core.metric_direction import direction
+    from nectargan_core.plugins import get_plugins
+
+    try:
+        return "lower is better" if direction(metric, "auto", get_plugins().registry) == "min" else "higher is better"
+    except ValueError:
+        return ""
+
+
+def data_key(report: "EvaluationReport", metric: str) -> str:
+    """The metric's key in the page's data attributes: its name for L1, PSNR, SSIM; a safe one for the others."""
+    return metric if metric in BETTER else f"metric{report.metrics.index(metric)}"
+
+
 def worst_first(report: "EvaluationReport") -> list[int]:
     """Image indices by L1, highest (worst) first; equal scores by name."""
     l1 = report.values["l1"]
@@ -131,13 +152,13 @@ def facts(report: "EvaluationReport") -> str:
 
 
 def means(report: "EvaluationReport") -> str:
-    head = "<tr><th></th>" + "".join(f"<th>{esc(LABELS[m])}<br><small>{BETTER[m]}</small></th>"
-                                     for m in METRICS) + "</tr>"
+    head = "<tr><th></th>" + "".join(f"<th>{esc(label(m))}<br><small>{esc(better(m))}</small></th>"
+                                     for m in report.metrics) + "</tr>"
     rows = [("generator", report.mean)]
     if report.baseline is not None:
         rows.append(("output = input (baseline)", report.baseline))
     body = "".join(f"<tr><th>{esc(label)}</th>"
-                   + "".join(f'<td class="num">{number(values[m])}</td>' for m in METRICS) + "</tr>"
+                   + "".join(f'<td class="num">{number(values[m])}</td>' for m in report.metrics) + "</tr>"
                    for label, values in rows)
     if report.baseline is not None:
         note = ""
@@ -166,18 +187,18 @@ def image_cell(folder: str, name: str, size: tuple[int, int], what: str) -> str:
 def images_table(report: "EvaluationReport") -> str:
     from .tester import FOLDERS
 
-    sortable = [("image", "image")] + [(m, LABELS[m]) for m in METRICS]
+    sortable = [("image", "image")] + [(data_key(report, m), label(m)) for m in report.metrics]
     headers = {key: f'<th aria-sort="{"descending" if key == "l1" else "none"}"><button type="button" '
                     f'data-key="{key}">{esc(label)}</button></th>' for key, label in sortable}
     baseline_head = ('<th><button type="button" data-key="baseline_psnr">PSNR of output = input</button></th>'
                      if report.baseline_values is not None else "")
     head = (f"<tr><th>rank</th>{headers['image']}" + "".join(f"<th>{what}</th>" for what in report.columns)
-            + "".join(headers[m] for m in METRICS) + baseline_head + "</tr>")
+            + "".join(headers[data_key(report, m)] for m in report.metrics) + baseline_head + "</tr>")
     rows = []
     for rank, i in enumerate(worst_first(report), 1):
         name = report.names[i]
         size = report.sizes[i] if report.sizes else (0, 0)
-        scores = {m: report.values[m][i] for m in METRICS}
+        scores = {data_key(report, m): report.values[m][i] for m in report.metrics}
         data = "".join(f' data-{m}="{data_value(v)}"' for m, v in scores.items())
         cells = "".join(f'<td class="num">{number(v)}</td>' for v in scores.values())
         if report.baseline_values is not None:

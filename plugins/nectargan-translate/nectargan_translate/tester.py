@@ -101,6 +101,8 @@ class EvaluationReport:
     data_root: Optional[Path] = None
     #: The preprocessing of the split as read (``data.<split>.preprocess``).
     preprocess: str = "?"
+    #: What each image was scored with: L1, PSNR, SSIM, then the run's other validation metrics.
+    metrics: tuple[str, ...] = METRICS
 
     @property
     def cycle(self) -> bool:
@@ -126,7 +128,17 @@ class EvaluationReport:
 
 
 def format_metrics(values: dict[str, float]) -> str:
-    return f"L1 {values['l1']:.4f}  PSNR {values['psnr']:.2f} dB  SSIM {values['ssim']:.4f}"
+    text = f"L1 {values['l1']:.4f}  PSNR {values['psnr']:.2f} dB  SSIM {values['ssim']:.4f}"
+    return "  ".join([text, *(f"{name} {value:.4g}" for name, value in values.items() if name not in METRICS)])
+
+
+def scored_with(generator: LoadedGenerator, registry: Any) -> tuple[str, ...]:
+    """L1, PSNR and SSIM, then the other metrics the run validated with (``validation.metrics``)."""
+    section = getattr(generator.config, "validation", None)
+    extra = [name for name in getattr(section, "metrics", ()) if name not in METRICS]
+    for name in extra:
+        registry.get("metric", name)  # a metric whose plugin is gone: one line naming it and what to install
+    return (*METRICS, *extra)
 
 
 def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional[Path],
@@ -200,6 +212,10 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
         # the run's own choice (the reference preset: train); a trainer without a test section: eval
         section = getattr(generator.config, "test", None)
         mode = getattr(section, "mode", "eval")
+    from nectargan_core.plugins import get_plugins
+
+    registry = get_plugins().registry
+    metrics = scored_with(generator, registry)
     dataset, options, view = split_dataset(generator, split, data_root=data_root, batch_size=batch_size)
     if not len(dataset):
         raise DatasetError(f"{dataset_label(dataset, generator)}: no images in the {split} split")
@@ -215,10 +231,11 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
     try:
         if cycle:
             report = _test_cycle(generator, inverse[0] if inverse else None, dataset, split, mode, out_dir,
-                                 staging, grid)
+                                 staging, grid, metrics=metrics, registry=registry)
         else:
             report = _test_pairs(generator, dataset, split, mode, out_dir, staging, grid,
-                                 batch_size=batch_size_of(options, view) or 1, root=options.get("root"))
+                                 batch_size=batch_size_of(options, view) or 1, root=options.get("root"),
+                                 metrics=metrics, registry=registry)
         report.replaced = replaced
         view = getattr(getattr(dataset, "options", None), "val" if split == "train" else split, None)
         report.preprocess = str(getattr(view, "preprocess", "?"))
@@ -231,15 +248,16 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
 
 
 def _test_pairs(generator: LoadedGenerator, dataset: Any, split: str, mode: Mode, out_dir: Path,
-                staging: Path, grid: bool, *, batch_size: int, root: Optional[str]) -> EvaluationReport:
+                staging: Path, grid: bool, *, batch_size: int, root: Optional[str], metrics: Sequence[str] = METRICS,
+                registry: Any = None) -> EvaluationReport:
     """Each output against its target, next to the output = input baseline; files go to ``staging``."""
     names, sources, data_root, batches = _pairs_of(dataset, generator, batch_size, root)
     in_channels, out_channels = generator.channels
     fit = Fit("pad", generator.size_multiple)
     model, target_device = generator.model, next(generator.model.parameters()).device
 
-    values: dict[str, list[float]] = {name: [] for name in METRICS}
-    baseline: dict[str, list[float]] = {name: [] for name in METRICS}
+    values: dict[str, list[float]] = {name: [] for name in metrics}
+    baseline: dict[str, list[float]] = {name: [] for name in metrics}
     has_baseline = in_channels == out_channels or in_channels == 1
     sizes: list[tuple[int, int]] = [(0, 0)] * len(names)
     with evaluation_mode(model, mode == "eval"), torch.random.fork_rng():
@@ -249,11 +267,11 @@ def _test_pairs(generator: LoadedGenerator, dataset: Any, split: str, mode: Mode
             real_a, real_b = batch["A"].to(target_device), batch["B"].to(target_device)
             height, width = real_a.shape[-2:]
             fake_b = fit.restore(model(fit.prepare(real_a)), height, width)
-            for name, scores in per_image(fake_b, real_b).items():
+            for name, scores in per_image(fake_b, real_b, metrics, registry).items():
                 values[name] += scores.tolist()
             if has_baseline:  # a grey input is compared as the grey picture it is (its channel repeated)
                 as_output = real_a if in_channels == out_channels else real_a.expand(-1, out_channels, -1, -1)
-                for name, scores in per_image(as_output, real_b).items():
+                for name, scores in per_image(as_output, real_b, metrics, registry).items():
                     baseline[name] += scores.tolist()
             # another plugin's items may carry no "index"; its loader reads them in order
             indices = batch["index"].tolist() if "index" in batch else range(position, position + len(real_a))
@@ -271,7 +289,8 @@ def _test_pairs(generator: LoadedGenerator, dataset: Any, split: str, mode: Mode
 
     return EvaluationReport(out_dir, generator, split, mode, names, values, mean_of(values),
                             mean_of(baseline) if has_baseline else None,
-                            baseline if has_baseline else None, sizes, sources=sources, data_root=data_root)
+                            baseline if has_baseline else None, sizes, sources=sources, data_root=data_root,
+                            metrics=tuple(metrics))
 
 
 def _pairs_of(dataset: Any, generator: LoadedGenerator, batch_size: int,
@@ -295,7 +314,8 @@ def _pairs_of(dataset: Any, generator: LoadedGenerator, batch_size: int,
 
 
 def _test_cycle(generator: LoadedGenerator, back: Optional[LoadedGenerator], dataset: Any, split: str, mode: Mode,
-                out_dir: Path, staging: Path, grid: bool) -> EvaluationReport:
+                out_dir: Path, staging: Path, grid: bool, *, metrics: Sequence[str] = METRICS,
+                registry: Any = None) -> EvaluationReport:
     """Unpaired: each image of the input domain translated, and back by ``back``; the reconstruction against it."""
     if back is None:
         raise NectarGANError(f"{generator.checkpoint}: the split is unpaired, so outputs are scored by translating "
@@ -307,7 +327,7 @@ def _test_cycle(generator: LoadedGenerator, back: Optional[LoadedGenerator], dat
         raise DatasetError(f"{dataset_label(dataset, generator)}: no images in the {split} split's domain {source}")
     names = [path.name for path in output_names([Path(path.name) for path in images.paths])]
     fit = Fit("pad", generator.size_multiple)
-    values: dict[str, list[float]] = {name: [] for name in METRICS}
+    values: dict[str, list[float]] = {name: [] for name in metrics}
     sizes: list[tuple[int, int]] = [(0, 0)] * len(names)
     loader = leave_stopping_to_main(DataLoader(images, batch_size=images.batch_size, shuffle=False,
                                                num_workers=dataset.options.num_workers))
@@ -319,7 +339,7 @@ def _test_cycle(generator: LoadedGenerator, back: Optional[LoadedGenerator], dat
             height, width = real.shape[-2:]
             fake = fit.restore(generator.model(fit.prepare(real)), height, width)
             reconstructed = fit.restore(back.model(fit.prepare(fake)), height, width)
-            for name, scores in per_image(reconstructed, real).items():
+            for name, scores in per_image(reconstructed, real, metrics, registry).items():
                 values[name] += scores.tolist()
             for i, index in enumerate(batch["index"].tolist()):
                 sizes[index] = (int(height), int(width))
@@ -332,7 +352,7 @@ def _test_cycle(generator: LoadedGenerator, back: Optional[LoadedGenerator], dat
     compared = f"cycle {source}->{target_domain}->{source} with {source}"
     return EvaluationReport(out_dir, generator, split, mode, names, values, mean_of(values), None, None, sizes,
                             compared=compared, sources=[str(path) for path in images.paths],
-                            data_root=Path(dataset.options.root))
+                            data_root=Path(dataset.options.root), metrics=tuple(metrics))
 
 
 def is_results_folder(path: Path) -> bool:
@@ -403,10 +423,10 @@ def write_metrics(report: EvaluationReport, folder: Path) -> None:
     generator = report.generator
 
     def row(i: int, name: str, source: str) -> dict[str, Any]:
-        entry = {"image": name, "source": source, **{m: json_number(report.values[m][i]) for m in METRICS},
+        entry = {"image": name, "source": source, **{m: json_number(report.values[m][i]) for m in report.metrics},
                  "files": {what: f"{FOLDERS[what]}/{name}" for what in report.columns}}
         if report.baseline_values is not None:
-            entry["baseline"] = {m: json_number(report.baseline_values[m][i]) for m in METRICS}
+            entry["baseline"] = {m: json_number(report.baseline_values[m][i]) for m in report.metrics}
         return entry
 
     data: dict[str, Any] = {
@@ -431,8 +451,8 @@ def write_metrics(report: EvaluationReport, folder: Path) -> None:
 
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
-    writer.writerow(["image", *METRICS])
+    writer.writerow(["image", *report.metrics])
     for i, name in enumerate(report.names):
-        writer.writerow([name, *(report.values[m][i] for m in METRICS)])
-    writer.writerow(["mean", *(report.mean[m] for m in METRICS)])
+        writer.writerow([name, *(report.values[m][i] for m in report.metrics)])
+    writer.writerow(["mean", *(report.mean[m] for m in report.metrics)])
     atomic_write_text(folder / "metrics.csv", text.getvalue())

@@ -96,8 +96,8 @@ class EarlyStopping:
         self.best: float | None = None
         self.bad = 0
 
-    def update(self, value: float, metric: str, mode: str, min_delta: float) -> None:
-        if improved(value, self.best, metric, mode, min_delta):
+    def update(self, value: float, metric: str, mode: str, min_delta: float, registry: Any = None) -> None:
+        if improved(value, self.best, metric, mode, min_delta, registry):
             self.best, self.bad = value, 0
         else:
             self.bad += 1
