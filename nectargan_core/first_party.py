@@ -30,7 +30,7 @@ PROVIDED: dict[str, dict[str, frozenset[str]]] = {
     "nectargan-models": {
         "plugin": frozenset({"models"}),
         "model": frozenset({"unet_256", "unet_128", "unet", "resnet_9blocks", "resnet_6blocks", "resnet",
-                            "patchgan_70", "patchgan", "pixelgan"}),
+                            "patchgan_70", "patchgan", "patchgan_multiscale", "pixelgan"}),
         "command": frozenset({"models"}),
     },
     "nectargan-losses": {

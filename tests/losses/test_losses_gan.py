@@ -89,3 +89,34 @@ def test_gradient_penalty_on_a_patch_map_critic_and_it_trains_the_critic():
     assert penalty.item() == pytest.approx(10.0 * 0.2**2, rel=1e-5)
     penalty.backward()
     assert critic.weight.grad is not None and critic.weight.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("objective", [VanillaGAN(), LSGAN(), HingeGAN(), WGANGP()], ids=repr)
+def test_a_list_of_logit_maps_adds_the_losses_of_the_scales(objective):
+    """A multi-scale discriminator's output: each objective adds its per-scale losses (pix2pixHD)."""
+    coarse_real, coarse_fake = REAL[..., :1, :1] * 3, FAKE[..., :1, :1] - 1
+    real, fake = objective.discriminator_terms([REAL, coarse_real], [FAKE, coarse_fake])
+    real_0, fake_0 = objective.discriminator_terms(REAL, FAKE)
+    real_1, fake_1 = objective.discriminator_terms(coarse_real, coarse_fake)
+    assert real.item() == pytest.approx(real_0.item() + real_1.item())
+    assert fake.item() == pytest.approx(fake_0.item() + fake_1.item())
+    assert objective.generator_loss([FAKE, coarse_fake]).item() == pytest.approx(
+        objective.generator_loss(FAKE).item() + objective.generator_loss(coarse_fake).item())
+    with pytest.raises(ValueError, match="empty list"):
+        objective.generator_loss([])
+
+
+def test_the_gradient_penalty_of_a_multiscale_critic_is_that_of_the_sum_of_its_maps():
+    real, fake = torch.randn(3, 2, 4, 4), torch.randn(3, 2, 4, 4)
+
+    def two_maps(x):
+        return [2 * x, x[..., ::2, ::2] * 3]
+
+    def summed(x):
+        return (2 * x).sum(dim=(1, 2, 3)) + (x[..., ::2, ::2] * 3).sum(dim=(1, 2, 3))
+
+    torch.manual_seed(0)
+    listed = gradient_penalty(two_maps, real, fake)
+    torch.manual_seed(0)
+    single = gradient_penalty(summed, real, fake)
+    assert listed.item() == pytest.approx(single.item())

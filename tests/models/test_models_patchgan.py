@@ -124,3 +124,50 @@ def test_too_small_input_is_a_clear_error():
     message = "input size 16 is too small for patchgan with n_layers=3: it needs at least 24"
     with pytest.raises(InputSizeError, match=message):
         d(torch.zeros(1, 6, 16, 64))
+
+
+def test_features_are_every_activation_then_the_logits():
+    torch.manual_seed(0)
+    d = PatchGAN(n_layers=3, ndf=8)
+    a, b = torch.randn(2, 3, 64, 64), torch.randn(2, 3, 64, 64)
+    features = d.features(a, b)
+    assert len(features) == 3 + 2  # after the first conv, after each of the n_layers inner convs, then the logits
+    assert [f.shape[1] for f in features] == [8, 16, 32, 64, 1]
+    assert torch.equal(features[-1], d(a, b))
+    with pytest.raises(ValueError, match="expects 6 input channels"):
+        d.features(b)
+
+
+def test_a_multiscale_patchgan_judges_the_image_at_each_scale():
+    from nectargan_models.patchgan import MultiScalePatchGAN
+
+    torch.manual_seed(0)
+    d = MultiScalePatchGAN(num_scales=3, n_layers=2, ndf=8)
+    a, b = torch.randn(2, 3, 64, 64), torch.randn(2, 3, 64, 64)
+    logits = d(a, b)
+    # 64, then 32 and 16 after average pooling; a 2-layer PatchGAN maps side s to s // 4 - 2
+    assert [tuple(x.shape) for x in logits] == [(2, 1, 14, 14), (2, 1, 6, 6), (2, 1, 2, 2)]
+    x = torch.cat([a, b], 1)
+    pooled = nn.AvgPool2d(3, 2, 1, count_include_pad=False)(x)
+    assert torch.equal(logits[0], d.scales[0](x)) and torch.equal(logits[1], d.scales[1](pooled))
+    assert not torch.equal(d.scales[0].model[0].weight, d.scales[1].model[0].weight)  # own weights per scale
+    features = d.features(a, b)
+    assert len(features) == 3 and all(torch.equal(f[-1], x) for f, x in zip(features, logits))
+    assert d.conditional and d.receptive_field == receptive_field(2) == 34
+    # a 2-layer PatchGAN needs 12 at the coarsest scale; each pooling halves a side, rounding up
+    assert d.scales[-1].min_input_size == 12 and d.min_input_size == 2 * (2 * 12 - 1) - 1 == 45
+    assert d.output_size(64) == 14
+    with pytest.raises(InputSizeError, match="input size 44 is too small for a 3-scale patchgan with n_layers=2"):
+        d(a[..., :44, :44], b[..., :44, :44])
+    assert [x.shape[-1] for x in d(a[..., :45, :45], b[..., :45, :45])] == [9, 3, 1]
+
+
+def test_the_multiscale_patchgan_is_registered_with_its_options():
+    from nectargan_core.plugins import get_plugins
+
+    component = get_plugins().registry.get("model", "patchgan_multiscale")
+    d = component.load()(num_scales=2, n_layers=1, ndf=4, conditional=False, target_channels=1)
+    assert d.num_scales == 2 and not d.conditional and d.in_channels == 1
+    assert component.meta["role"] == "discriminator"
+    with pytest.raises(ConfigError, match="num_scales"):
+        component.load()(num_scales=0)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+import math
 
 import pytest
 import torch
@@ -258,3 +260,17 @@ def test_sync_batchnorm_with_train_mode_validation_is_refused_in_a_distributed_r
     with pytest.raises(ConfigError, match=r"^distributed.sync_batchnorm with validation.eval_mode=false: .*"
                                           r"set validation.eval_mode=true$"):
         run.trainer.prepare()
+
+
+@pytest.mark.parametrize("gan_mode", ["vanilla", "wgan-gp"])
+def test_pix2pix_trains_with_a_multiscale_discriminator(tiny_config, tiny_paired_dataset, run_training, gan_mode):
+    """pix2pixHD's discriminator: one logit map per scale, the GAN losses added over the scales."""
+    config = tiny_config("pix2pix", data={"root": str(tiny_paired_dataset)}, loss={"gan_mode": gan_mode},
+                         models={"discriminator": {"name": "patchgan_multiscale", "num_scales": 2, "n_layers": 1,
+                                                   "ndf": 8, "max_width": 16}})
+    result = run_training(config)
+    steps = [r for r in result.metrics if r["kind"] == "train"]
+    assert len(steps) == 2 and all(math.isfinite(v) for r in steps for v in r["losses"].values()), steps
+    summary = dict(json.loads((result.dir / "summary.json").read_text())["rows"])
+    assert summary["discriminator"].startswith("patchgan_multiscale: ") and "receptive field 16x16" in summary[
+        "discriminator"], summary["discriminator"]

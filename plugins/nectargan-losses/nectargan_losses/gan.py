@@ -10,15 +10,32 @@ mode::
     g_loss = objective.generator_loss(D(A, fake))
 
 Logits are raw (no sigmoid); a PatchGAN map is fine: targets are expanded to
-its shape and every reduction is a mean.
+its shape and every reduction is a mean. A multi-scale discriminator returns
+a list of logit maps; every objective then adds the losses of the scales
+(pix2pixHD's sum), and the gradient penalty differentiates their sum.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence, Union
 
 import torch
 import torch.nn.functional as F
+
+#: D's output: one logit map, or one per scale (a multi-scale discriminator).
+Logits = Union[torch.Tensor, Sequence[torch.Tensor]]
+
+
+def per_scale(loss: Callable[[torch.Tensor], torch.Tensor], logits: Logits) -> torch.Tensor:
+    """``loss(logits)``, or for a list of logit maps the sum of ``loss`` over them."""
+    if isinstance(logits, torch.Tensor):
+        return loss(logits)
+    if not logits:
+        raise ValueError("the discriminator returned an empty list of logit maps")
+    total = loss(logits[0])
+    for scale in logits[1:]:
+        total = total + loss(scale)
+    return total
 
 
 def gradient_penalty(
@@ -39,7 +56,10 @@ def gradient_penalty(
     mixed = (alpha * real.detach() + (1 - alpha) * fake.detach()).requires_grad_(True)
     inputs = mixed if condition is None else torch.cat([condition.detach(), mixed], dim=1)
     scores = critic(inputs)
-    (grad,) = torch.autograd.grad(scores, mixed, grad_outputs=torch.ones_like(scores), create_graph=True)
+    if isinstance(scores, torch.Tensor):
+        (grad,) = torch.autograd.grad(scores, mixed, grad_outputs=torch.ones_like(scores), create_graph=True)
+    else:  # one map per scale: the gradient of their sum
+        (grad,) = torch.autograd.grad(per_scale(torch.sum, scores), mixed, create_graph=True)
     norm = torch.sqrt(grad.flatten(1).square().sum(dim=1) + 1e-12)
     return weight * (norm - 1.0).square().mean()
 
@@ -87,8 +107,8 @@ class _LabelledObjective(GANObjective):
     def criterion(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
-    def _against(self, logits: torch.Tensor, label: float) -> torch.Tensor:
-        return self.criterion(logits, torch.full_like(logits, label))
+    def _against(self, logits: Logits, label: float) -> torch.Tensor:
+        return per_scale(lambda scale: self.criterion(scale, torch.full_like(scale, label)), logits)
 
     def discriminator_terms(self, real_logits: torch.Tensor, fake_logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self._against(real_logits, self.real_label), self._against(fake_logits, self.fake_label)
@@ -114,11 +134,12 @@ class LSGAN(_LabelledObjective):
 class HingeGAN(GANObjective):
     """Hinge: D ``relu(1 - real) + relu(1 + fake)``, G ``-fake``."""
 
-    def discriminator_terms(self, real_logits: torch.Tensor, fake_logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return F.relu(1.0 - real_logits).mean(), F.relu(1.0 + fake_logits).mean()
+    def discriminator_terms(self, real_logits: Logits, fake_logits: Logits) -> tuple[torch.Tensor, torch.Tensor]:
+        return (per_scale(lambda x: F.relu(1.0 - x).mean(), real_logits),
+                per_scale(lambda x: F.relu(1.0 + x).mean(), fake_logits))
 
-    def generator_loss(self, fake_logits: torch.Tensor) -> torch.Tensor:
-        return -fake_logits.mean()
+    def generator_loss(self, fake_logits: Logits) -> torch.Tensor:
+        return per_scale(lambda x: -x.mean(), fake_logits)
 
 
 class WGANGP(GANObjective):
@@ -127,8 +148,8 @@ class WGANGP(GANObjective):
     def __init__(self, gp_weight: float = 10.0) -> None:
         super().__init__(gp_weight)
 
-    def discriminator_terms(self, real_logits: torch.Tensor, fake_logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return -real_logits.mean(), fake_logits.mean()
+    def discriminator_terms(self, real_logits: Logits, fake_logits: Logits) -> tuple[torch.Tensor, torch.Tensor]:
+        return per_scale(lambda x: -x.mean(), real_logits), per_scale(torch.mean, fake_logits)
 
-    def generator_loss(self, fake_logits: torch.Tensor) -> torch.Tensor:
-        return -fake_logits.mean()
+    def generator_loss(self, fake_logits: Logits) -> torch.Tensor:
+        return per_scale(lambda x: -x.mean(), fake_logits)

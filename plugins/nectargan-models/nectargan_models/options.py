@@ -140,6 +140,13 @@ class PatchGANOptions(Section):
         return value
 
 
+class MultiScalePatchGANOptions(PatchGANOptions):
+    """PatchGANs at several scales of the input (pix2pixHD's multi-scale discriminator)."""
+
+    num_scales: int = Field(3, ge=1, le=6, description="How many PatchGANs: each judges the input at half the "
+                                                       "size of the one before (pix2pixHD: 3)")
+
+
 class ResNetOptions(Section):
     """A ResNet generator: downsampling convs, residual blocks at the bottleneck, upsampling back."""
 

@@ -32,7 +32,7 @@ from torch.nn.utils.parametrizations import spectral_norm
 
 from .errors import InputSizeError
 from .layers import init_weights, norm_layer, validated
-from .options import PatchGANOptions
+from .options import MultiScalePatchGANOptions, PatchGANOptions
 
 #: (kernel, stride, padding) of one conv.
 Geometry = tuple[int, int, int]
@@ -144,8 +144,7 @@ class PatchGAN(nn.Module):
         """Side of the logit map for an input of side ``input_size``; InputSizeError if too small."""
         return _output_size(input_size, self.geometry, f"patchgan with n_layers={self.n_layers}")
 
-    def forward(self, *images: torch.Tensor) -> torch.Tensor:
-        """Logits per patch of ``D(a, b)`` (concatenated on channels), ``D(torch.cat([a, b], 1))`` or, unconditional, ``D(b)``."""
+    def _input(self, images: tuple[torch.Tensor, ...]) -> torch.Tensor:
         x = images[0] if len(images) == 1 else torch.cat(images, dim=1)
         if x.shape[1] != self.in_channels:
             raise ValueError(
@@ -153,9 +152,90 @@ class PatchGAN(nn.Module):
                 "pass D(a, b) or D(torch.cat([a, b], 1)) for a conditional discriminator"
             )
         self.output_size(min(x.shape[-2], x.shape[-1]))
-        return self.model(x)
+        return x
+
+    def forward(self, *images: torch.Tensor) -> torch.Tensor:
+        """Logits per patch of ``D(a, b)`` (concatenated on channels), ``D(torch.cat([a, b], 1))`` or, unconditional, ``D(b)``."""
+        return self.model(self._input(images))
+
+    def features(self, *images: torch.Tensor) -> list[torch.Tensor]:
+        """The activation after each LeakyReLU, then the logits: what feature matching compares (pix2pixHD).
+
+        Called as :meth:`forward` is; the last item is ``forward``'s result.
+        """
+        x = self._input(images)
+        out: list[torch.Tensor] = []
+        for layer in self.model:
+            x = layer(x)
+            if isinstance(layer, nn.LeakyReLU):
+                out.append(x)
+        return out + [x]
+
+
+class MultiScalePatchGAN(nn.Module):
+    """``num_scales`` PatchGANs, each judging the input at half the size of the one before (pix2pixHD).
+
+    Scale 0 sees the full image; the input of scale ``k + 1`` is that of
+    scale ``k`` average-pooled (3x3, stride 2, padding 1, padding not
+    counted). The discriminators share their options but not their weights.
+    Calling it returns one logit map per scale, full size first; the GAN
+    objectives of nectargan-losses take that list and add the per-scale
+    losses. :meth:`features` returns each scale's intermediate activations.
+    """
+
+    def __init__(self, num_scales: int = 3, **options: Any) -> None:
+        super().__init__()
+        if num_scales < 1:
+            raise ValueError(f"num_scales must be at least 1, got {num_scales}")
+        self.num_scales = num_scales
+        self.scales = nn.ModuleList(PatchGAN(**options) for _ in range(num_scales))
+        first = self.scales[0]
+        self.conditional, self.n_layers, self.in_channels = first.conditional, first.n_layers, first.in_channels
+        self.downsample = nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False)
+
+    @property
+    def receptive_field(self) -> int:
+        """Side of the input patch behind each logit of the full-size scale (coarser scales see more)."""
+        return self.scales[0].receptive_field
+
+    @property
+    def min_input_size(self) -> int:
+        """The smallest input side whose coarsest scale still yields a 1x1 logit map."""
+        size = self.scales[-1].min_input_size
+        for _ in range(self.num_scales - 1):
+            size = size * 2 - 1  # the side that the pooling halves (rounding up) to ``size``
+        return size
+
+    def output_size(self, input_size: int) -> int:
+        """Side of the full-size scale's logit map; InputSizeError if the coarsest scale gets too small an input."""
+        if input_size < self.min_input_size:
+            raise InputSizeError(f"input size {input_size} is too small for a {self.num_scales}-scale patchgan with "
+                                 f"n_layers={self.n_layers}: it needs at least {self.min_input_size}")
+        return self.scales[0].output_size(input_size)
+
+    def _inputs(self, images: tuple[torch.Tensor, ...]) -> list[torch.Tensor]:
+        x = images[0] if len(images) == 1 else torch.cat(images, dim=1)
+        self.output_size(min(x.shape[-2], x.shape[-1]))
+        inputs = [x]
+        for _ in range(self.num_scales - 1):
+            inputs.append(self.downsample(inputs[-1]))
+        return inputs
+
+    def forward(self, *images: torch.Tensor) -> list[torch.Tensor]:
+        """One logit map per scale, full size first; called as :class:`PatchGAN` is."""
+        return [scale(x) for scale, x in zip(self.scales, self._inputs(images))]
+
+    def features(self, *images: torch.Tensor) -> list[list[torch.Tensor]]:
+        """Per scale, :meth:`PatchGAN.features` (its activations, then its logits)."""
+        return [scale.features(x) for scale, x in zip(self.scales, self._inputs(images))]
 
 
 def build_patchgan(**options: Any) -> PatchGAN:
     """``patchgan`` and ``patchgan_70``: options as :class:`~nectargan_models.options.PatchGANOptions`."""
     return PatchGAN(**validated(PatchGANOptions, options, "patchgan").model_dump())
+
+
+def build_multiscale_patchgan(**options: Any) -> MultiScalePatchGAN:
+    """``patchgan_multiscale``: options as :class:`~nectargan_models.options.MultiScalePatchGANOptions`."""
+    values = validated(MultiScalePatchGANOptions, options, "patchgan_multiscale").model_dump()
+    return MultiScalePatchGAN(**values)

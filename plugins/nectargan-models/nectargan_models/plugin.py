@@ -10,6 +10,7 @@ from nectargan_core import hookimpl
 
 from .cli import models_group
 from .options import (
+    MultiScalePatchGANOptions,
     PatchGANOptions,
     PixelGANOptions,
     ResNet6Options,
@@ -41,6 +42,9 @@ def register_models(register):
              role="discriminator", description="Reference pix2pix PatchGAN: 70x70 patches, 30x30 logits at 256")
     register("patchgan", "nectargan_models.patchgan:build_patchgan", options=PatchGANOptions,
              role="discriminator", description="Configurable PatchGAN: layers, widths, batch/instance/spectral norm")
+    register("patchgan_multiscale", "nectargan_models.patchgan:build_multiscale_patchgan",
+             options=MultiScalePatchGANOptions, role="discriminator",
+             description="PatchGANs at 3 scales of the input (pix2pixHD); returns one logit map per scale")
     register("pixelgan", "nectargan_models.pixelgan:build_pixelgan", options=PixelGANOptions,
              role="discriminator",
              description="Reference pix2pix PixelGAN (--netD pixel): 1x1 convs, one logit per pixel")
