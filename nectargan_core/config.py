@@ -155,8 +155,8 @@ class CheckpointSection(Section):
 
     @property
     def best_direction(self) -> str:
-        """``min`` or ``max`` for ``best_metric`` (``best_mode`` with ``auto`` resolved)."""
-        return self._best_direction
+        """``min`` or ``max`` for ``best_metric`` (``best_mode`` with ``auto`` resolved when validated)."""
+        return self._best_direction if self.best_metric else "min"
 
 
 #: The longest distributed.timeout_s: a week (a rank silent for longer is not coming back).

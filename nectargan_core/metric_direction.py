@@ -24,21 +24,27 @@ LOWER_IS_BETTER = frozenset({"l1", "l2", "mae", "mse", "rmse", "loss", "lpips", 
 def direction(metric: str, mode: str = "auto", registry: Any = None) -> str:
     """``"min"`` or ``"max"``: ``mode`` itself, or for ``auto`` the direction of ``metric``.
 
-    The name's last ``/`` part (``val/cycle_psnr`` -> ``cycle_psnr``) is
-    looked up among the metrics registered in ``registry``: the whole of it,
-    else its parts split at every character that is not a letter or digit
-    (``cycle``, ``psnr``). Without a registered match, those parts are looked
-    up in :data:`HIGHER_IS_BETTER` and :data:`LOWER_IS_BETTER`. Raises
-    ``ValueError`` when they name neither or both directions.
+    The name's last ``/`` part, split at every character that is not a
+    letter or digit (``val/cycle_A_psnr`` -> ``cycle``, ``a``, ``psnr``), is
+    looked up among the metrics registered in ``registry`` (compared the same
+    way, in lower case): the longest registered name that ends it, else a
+    registered name among its parts. Without a registered match, the parts
+    are looked up in :data:`HIGHER_IS_BETTER` and :data:`LOWER_IS_BETTER`.
+    Raises ``ValueError`` when they name neither or both directions.
     """
     if mode in ("min", "max"):
         return mode
-    name = metric.rsplit("/", 1)[-1]
-    parts = set(re.split(r"[^0-9a-z]+", name.lower())) - {""}
+    name = metric.rsplit("/", 1)[-1].lower()
+    tokens = [t for t in re.split(r"[^0-9a-z]+", name) if t]
     registered = registered_directions(registry)
-    found = {registered[name]} if name in registered else {registered[p] for p in parts if p in registered}
+    # the longest registered name that ends the key (cycle_A_psnr_drop: psnr_drop before psnr), else any part
+    for start in range(len(tokens)):
+        if "_".join(tokens[start:]) in registered:
+            return registered["_".join(tokens[start:])]
+    found = {registered[t] for t in tokens if t in registered}
     if len(found) == 1:
         return found.pop()
+    parts = set(tokens)
     higher, lower = parts & HIGHER_IS_BETTER, parts & LOWER_IS_BETTER
     if not found and bool(higher) != bool(lower):
         return "max" if higher else "min"
@@ -49,7 +55,8 @@ def registered_directions(registry: Any) -> dict[str, str]:
     """Each registered metric's name (lowercase) and direction; none without a registry."""
     if registry is None:
         return {}
-    return {component.name.lower(): component.meta["direction"] for component in registry.all("metric")}
+    return {"_".join(t for t in re.split(r"[^0-9a-z]+", component.name.lower()) if t): component.meta["direction"]
+            for component in registry.all("metric")}
 
 
 def improved(value: float, best: float | None, metric: str, mode: str = "auto", min_delta: float = 0.0,

@@ -167,10 +167,10 @@ def compare(recorded: list[PartRecord], recording: Recording, what: str) -> tupl
             continue
         seen.add(key)
         earlier = before[(now.kind, now.name)]
-        same = [r for r in earlier if r.owner == now.owner]
+        same = [r for r in earlier if same_owner(r, component)]
         if same:
             old = same[0]
-            if old.version and now.version and old.version != now.version:
+            if old.version and now.version and old.version != now.version and old.owner == now.owner:
                 warnings.append(
                     f"{now.kind} '{now.name}': {what} used {old.source}, now {now.version} is installed; "
                     f"results may differ ({old.install} to reproduce them exactly)")
@@ -248,6 +248,18 @@ def validate_recorded(
     return config
 
 
+def same_owner(record: PartRecord, component: Component) -> bool:
+    """Whether ``component`` is the part ``record`` names: the same owner, or one it declares it took over from.
+
+    A part that moved to another distribution is registered with
+    ``formerly=["old-distribution", ...]``, so runs recorded with the old
+    owner resume, test and export with the new one.
+    """
+    now = PartRecord.of(component)
+    formerly = {normalize(str(name)) for name in component.meta.get("formerly", ())}
+    return record.owner == now.owner or record.owner in formerly
+
+
 def substitute_refusal(sources: list[tuple[str, list[PartRecord]]]) -> Callable[[Use], Optional[str]]:
     """For :meth:`Registry.recording`: the refusal of a bare name that now resolves to another distribution.
 
@@ -260,7 +272,7 @@ def substitute_refusal(sources: list[tuple[str, list[PartRecord]]]) -> Callable[
         now = PartRecord.of(use.component)
         for what, records in sources:
             earlier = [r for r in records if (r.kind, r.name) == (now.kind, now.name)]
-            if earlier and not any(r.owner == now.owner for r in earlier):
+            if earlier and not any(same_owner(r, use.component) for r in earlier):
                 old = earlier[0]
                 other = ("" if now.kind == SECTION else
                          f", or write '{now.owner}:{now.name}' to use the other one on purpose")

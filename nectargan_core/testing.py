@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Collection, NamedTuple
 
 import pytest
+from pydantic import BaseModel
 
 
 class TrainingResult(NamedTuple):
@@ -136,13 +137,19 @@ def merge_sections(config: dict[str, Any], sections: dict[str, Any],
 
 def choice_sections(trainer: str, registry: Any) -> frozenset[str]:
     """The sections of ``trainer``'s config that choose a registered part by name (pix2pix: ``data``)."""
+    import typing
+
     from .config import ComponentChoice
 
-    models = [c.options for c in registry.all("config_section")]
+    def chooses(annotation: Any) -> bool:  # SomeChoice, or Optional[SomeChoice]
+        options = typing.get_args(annotation) or (annotation,)
+        return any(isinstance(a, type) and issubclass(a, ComponentChoice) for a in options)
+
+    models = [c.load() for c in registry.all("config_section")]  # registered as the section's model itself
     if registry.has("trainer", trainer):
         models.append(registry.get("trainer", trainer).options)
-    return frozenset(name for model in models if model is not None for name, field in model.model_fields.items()
-                     if isinstance(field.annotation, type) and issubclass(field.annotation, ComponentChoice))
+    return frozenset(name for model in models if isinstance(model, type) and issubclass(model, BaseModel)
+                     for name, field in model.model_fields.items() if chooses(field.annotation))
 
 
 @pytest.fixture

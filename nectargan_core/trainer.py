@@ -99,14 +99,17 @@ class Trainer:
     def __setattr__(self, name: str, value: Any) -> None:
         # The trainer's own code (a method of a subclass) may not write the engine's state; the engine may, and
         # so may code outside the trainer (a test that sets up a position).
-        frame = sys._getframe(1)
-        if name in ENGINE_STATE and frame.f_code.co_filename not in _ENGINE_FILES \
-                and frame.f_locals.get("self") is self:
-            caller = frame.f_code.co_name
-            raise PluginError(f"trainer '{getattr(self, 'name', type(self).__name__)}': {type(self).__qualname__}."
-                              f"{caller} assigns self.{name}, which the engine owns (the loop's own state); name "
-                              f"your attribute otherwise (see {NAMES_DOC})")
-        object.__setattr__(self, name, value)
+        if name in _ENGINE_NAMES:
+            frame = sys._getframe(1)
+            while frame is not None and frame.f_code.co_name.startswith("<"):  # a comprehension's frame (3.10, 3.11)
+                frame = frame.f_back
+            if frame is not None and frame.f_code.co_filename not in _ENGINE_FILES \
+                    and frame.f_locals.get("self") is self:
+                owned = "the loop's own state" if name in ENGINE_STATE else "one of the engine's methods"
+                raise PluginError(f"trainer '{getattr(self, 'name', type(self).__name__)}': "
+                                  f"{type(self).__qualname__}.{frame.f_code.co_name} assigns self.{name}, which the "
+                                  f"engine owns ({owned}); name your attribute otherwise (see {NAMES_DOC})")
+        super().__setattr__(name, value)
     distributed_validation: ClassVar[bool] = False
     """In a distributed run: True when ``validate`` runs in every process, each on its share of
     the val split, and returns the metrics of the whole split (reduced across processes);
@@ -946,3 +949,7 @@ def _is_comm_error(exc: BaseException) -> bool:
 
 class NonFiniteStop(TrainingError):
     """A non-finite loss under ``loop.nonfinite: stop``: the one line the run ends with (no emergency checkpoint)."""
+
+
+#: ENGINE_STATE and the engine's methods, once (what ``Trainer.__setattr__`` guards).
+_ENGINE_NAMES = engine_names()

@@ -111,8 +111,8 @@ def summarize(run: RunDir, history: History | None = None, config: Mapping[str, 
     loop = config.get("loop")
     loop = loop if isinstance(loop, dict) else {}
     best_metric = as_text(checkpoint.get("best_metric"))
-    try:  # a config that validated knows its direction; a damaged one reads as min, the old default
-        best_mode = direction(best_metric or "", str(checkpoint.get("best_mode", "auto")))
+    try:  # a config that validated knows its direction (a registered metric's, or its name's); a damaged one: min
+        best_mode = direction(best_metric or "", str(checkpoint.get("best_mode", "auto")), metric_registry())
     except ValueError:
         best_mode = "min"
     epochs = [as_int(r.get("epoch"), -1) + 1 for r in history.of("epoch")]
@@ -143,3 +143,9 @@ def list_runs(root: str | Path) -> Iterator[RunSummary]:
     for run in iter_runs(root):
         yield summarize(run)
 
+
+def metric_registry() -> Any:
+    """The installed plugins' registry, for the directions of registered metrics (loading plugins imports no torch)."""
+    from ..plugins import get_plugins
+
+    return get_plugins().registry

@@ -405,11 +405,32 @@ class EpochInSetupTrainer(ToyTrainer):
         self.epoch = 3  # the engine's: the loop's position
 
 
+class MethodInSetupTrainer(ToyTrainer):
+    def setup(self):
+        super().setup()
+        self.extra = [n for n in range(3)]  # an author's own name: fine, even from a comprehension
+        self.num_batches = 2  # the engine's method
+
+
+class ModuleTrainer(ToyTrainer, torch.nn.Module):
+    """A trainer that is also a Module: its submodules still register (the guard passes the assignment on)."""
+
+    def __init__(self, *args, **kwargs):
+        torch.nn.Module.__init__(self)
+        ToyTrainer.__init__(self, *args, **kwargs)
+
+    def setup(self):
+        super().setup()
+        self.head = torch.nn.Linear(2, 2)
+
+
 class ClashPlugin:
     @hookimpl
     def register_trainers(self, register):
         register("clash_class", f"{__name__}:SummaryTrainer", options=ToyTrainerOptions)
         register("clash_setup", f"{__name__}:EpochInSetupTrainer", options=ToyTrainerOptions)
+        register("clash_method", f"{__name__}:MethodInSetupTrainer", options=ToyTrainerOptions)
+        register("module", f"{__name__}:ModuleTrainer", options=ToyTrainerOptions)
 
 
 def test_a_trainer_cannot_take_a_name_the_engine_owns(tmp_path, nectargan_plugin_host):
@@ -426,6 +447,12 @@ def test_a_trainer_cannot_take_a_name_the_engine_owns(tmp_path, nectargan_plugin
     assert str(assigned.value) == (
         "trainer 'clash_setup': EpochInSetupTrainer.setup assigns self.epoch, which the engine owns (the loop's own "
         "state); name your attribute otherwise (see docs/plugins/trainer-api.md#names-the-engine-owns)")
+    with pytest.raises(PluginError) as method:
+        Run.create({**toy_config(tmp_path), "trainer": "clash_method"}, host=host).fit()
+    assert str(method.value).startswith("trainer 'clash_method': MethodInSetupTrainer.setup assigns self.num_batches, "
+                                        "which the engine owns (one of the engine's methods)")
+    module_run = Run.create({**toy_config(tmp_path), "trainer": "module"}, host=host).fit()
+    assert "head" in dict(module_run.trainer.named_children())
 
 
 def test_a_clashing_trainer_is_refused_before_its_run_directory_exists(fake_dist, tmp_path):

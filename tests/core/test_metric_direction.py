@@ -50,3 +50,35 @@ def test_a_best_metric_auto_cannot_resolve_is_one_line_naming_it(registry):
     assert config.checkpoint.best_direction == "max"
     assert load_config(None, ["checkpoint.best_metric=val/psnr"], registry).checkpoint.best_direction == "max"
     assert load_config(None, [], registry).checkpoint.best_mode == "auto"
+
+
+class _Metric:
+    def __init__(self, name, direction):
+        self.name, self.meta = name, {"direction": direction}
+
+
+class _Registry:
+    def __init__(self, *metrics):
+        self.metrics = [_Metric(*m) for m in metrics]
+
+    def all(self, kind):
+        return self.metrics if kind == "metric" else []
+
+
+@pytest.mark.parametrize("metric, expected", [
+    ("val/sharpness", "max"),            # registered; the name says nothing
+    ("val/My_Metric", "max"),            # registered in another case
+    ("val/cycle_A_psnr_drop", "min"),    # the longest registered name that ends it: psnr_drop, not psnr
+    ("val/cycle_loss_ratio", "max"),     # registered loss_ratio wins over the word "loss"
+    ("val/cycle_psnr", "max"),           # a registered part
+    ("val/l1", "min"),                   # not registered here: the name rule
+])
+def test_auto_takes_the_registered_direction_first(metric, expected):
+    registry = _Registry(("sharpness", "max"), ("my_metric", "max"), ("psnr_drop", "min"), ("loss_ratio", "max"),
+                         ("psnr", "max"))
+    assert direction(metric, "auto", registry) == expected
+
+
+def test_registered_parts_that_disagree_are_refused():
+    with pytest.raises(ValueError, match="cannot tell from the name .val/sharpness_over_blur_ratio."):
+        direction("val/sharpness_over_blur_ratio", "auto", _Registry(("sharpness", "max"), ("blur", "min")))

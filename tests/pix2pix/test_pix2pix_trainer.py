@@ -274,3 +274,21 @@ def test_pix2pix_trains_with_a_multiscale_discriminator(tiny_config, tiny_paired
     summary = dict(json.loads((result.dir / "summary.json").read_text())["rows"])
     assert summary["discriminator"].startswith("patchgan_multiscale: ") and "receptive field 16x16" in summary[
         "discriminator"], summary["discriminator"]
+
+
+def test_a_run_recorded_before_the_paired_dataset_moved_to_translate_resumes(tiny_config, tiny_paired_dataset,
+                                                                           run_training):
+    """Runs of 0.1.0 development builds recorded 'paired' as nectargan-pix2pix's; translate took it over (formerly=)."""
+    import yaml
+
+    result = run_training(tiny_config("pix2pix", data={"root": str(tiny_paired_dataset)}))
+    config_file = result.dir / "config.yaml"
+    recorded = "- kind: dataset\n  name: paired\n  plugin: translate\n  distribution: nectargan-translate\n"
+    assert recorded in config_file.read_text()
+    config_file.write_text(config_file.read_text().replace(recorded, recorded.replace(
+        "nectargan-translate", "nectargan-pix2pix").replace("plugin: translate", "plugin: pix2pix")))
+    resumed = Run.resume(result.dir, overrides=["loop.epochs=2"]).fit()
+    assert resumed.trainer.epochs_done == 2
+    records = yaml.safe_load(config_file.read_text())["provenance"]
+    assert {"kind": "dataset", "name": "paired", "plugin": "translate", "distribution": "nectargan-translate",
+            "version": "0.1.0"} in records

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, Field, ValidationInfo, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 from nectargan_core.config import Section, choice_of, registry_from
 from nectargan_losses.options import ScheduleChoice
-from nectargan_translate.options import RUN_LENGTH_LR, ExamplesSection, PrecisionSection, TestSection
+from nectargan_translate.options import RUN_LENGTH_LR, ExamplesSection, PrecisionSection, TestSection, registered_metrics
 
 DataChoice = choice_of("dataset", default="unpaired")
 GeneratorChoice = choice_of("model", default="resnet_9blocks")
@@ -137,14 +137,16 @@ class OptimSection(Section):
 class ValidationSection(Section):
     """What validation measures: how well each generator's output translates back (cycle reconstruction)."""
 
-    metrics: list[Literal["l1", "psnr", "ssim"]] = Field(
+    metrics: list[str] = Field(
         default_factory=lambda: ["l1", "psnr", "ssim"],
         description="Metrics of G_B(G_A(A)) against A (cycle_A_*) and G_A(G_B(B)) against B (cycle_B_*), "
-                    "and their mean (cycle_*), on the val split")
+                    "and their mean (cycle_*), on the val split: l1, psnr, ssim, or any a plugin registers")
     eval_mode: bool = Field(True, description="Run the generators in eval mode (dropout off, running BN "
                                               "statistics); false: train mode, BN statistics left untouched")
     max_batches: Optional[int] = Field(None, ge=1, description="Validate on at most N batches per domain "
                                                                "(null: all)")
+
+    _registered = field_validator("metrics")(staticmethod(registered_metrics))
 
 
 class CycleGANOptions(BaseModel):

@@ -53,13 +53,18 @@ BUILTIN: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {"l1"
 
 
 def metric_functions(names: Iterable[str], registry: Any = None) -> dict[str, Callable[..., torch.Tensor]]:
-    """The function of each metric in ``names``: this plugin's own, else the one registered under that name."""
+    """The function of each metric in ``names``: this plugin's own, else the one registered under that name.
+
+    L1, PSNR and SSIM are always this plugin's (another plugin's metric of the
+    same name is reached by its qualified name, ``dist:l1``), so a run's
+    scores never change meaning because a plugin was installed.
+    """
     functions = {}
     for name in names:
-        if registry is not None and (name not in BUILTIN or registry.has("metric", name)):
-            functions[name] = registry.get("metric", name).load()
-        elif name in BUILTIN:
+        if name in BUILTIN:
             functions[name] = BUILTIN[name]
+        elif registry is not None:
+            functions[name] = registry.get("metric", name).load()
         else:
             raise ValueError(f"unknown metric {name!r}; known: {', '.join(METRICS)}")
     return functions

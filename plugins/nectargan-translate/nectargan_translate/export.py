@@ -45,7 +45,7 @@ INPUT, OUTPUT = "input", "output"
 PARITY_BATCHES = (2, 1)
 #: ONNX keeps everything in one protobuf below this size; larger weights go to a ``.data`` file.
 PROTOBUF_LIMIT = 2**31 - 2**26
-#: The packages themselves (the plugin is not on PyPI, so ``nectargan-pix2pix[onnx]`` would not resolve there).
+#: The packages themselves (the plugin is not on PyPI, so ``nectargan-translate[onnx]`` would not resolve there).
 INSTALL_HINT = "pip install onnx onnxscript onnxruntime"
 
 

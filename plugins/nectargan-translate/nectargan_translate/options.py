@@ -95,6 +95,20 @@ class PrecisionSection(Section):
         "inductor", description="torch.compile backend when compile is on (aot_eager: no C++ compiler needed)")
 
 
+def registered_metrics(names: list[str], info: ValidationInfo) -> list[str]:
+    """``names`` if each is a registered metric (a field validator for a trainer's ``metrics`` list)."""
+    registry = registry_from(info)
+    for name in names:
+        if registry is not None:
+            try:
+                registry.get("metric", name)
+            except PluginError as exc:
+                raise ValueError(str(exc)) from None
+        elif name not in METRIC_NAMES:
+            raise ValueError(f"unknown metric '{name}'; available: {', '.join(METRIC_NAMES)}")
+    return names
+
+
 class ValidationSection(Section):
     """What validation measures, and when training stops early."""
 
@@ -115,16 +129,7 @@ class ValidationSection(Section):
     @field_validator("metrics")
     @classmethod
     def _registered(cls, names: list[str], info: ValidationInfo) -> list[str]:
-        registry = registry_from(info)
-        for name in names:
-            if registry is not None:
-                try:
-                    registry.get("metric", name)
-                except PluginError as exc:
-                    raise ValueError(str(exc)) from None
-            elif name not in METRIC_NAMES:
-                raise ValueError(f"unknown metric '{name}'; available: {', '.join(METRIC_NAMES)}")
-        return names
+        return registered_metrics(names, info)
 
     @model_validator(mode="after")
     def _metric_known(self, info: ValidationInfo) -> "ValidationSection":

@@ -18,10 +18,13 @@ from .data_cli import data_group
 
 @hookimpl
 def register_datasets(register):
+    # Both came with the trainers before 0.1.0: runs recorded with those owners go on with this one.
     register("paired", "nectargan_translate.data.paired:build_paired_dataset", options=PairedDataOptions,
-             description="Paired A/B images: aligned A|B files or A/ and B/ folders, train/val/test splits")
+             description="Paired A/B images: aligned A|B files or A/ and B/ folders, train/val/test splits",
+             formerly=["nectargan-pix2pix"])
     register("unpaired", "nectargan_translate.data.unpaired:build_unpaired_dataset", options=UnpairedDataOptions,
-             description="Unpaired A/B images: trainA/ and trainB/ (valA/ valB/, testA/ testB/) of any sizes")
+             description="Unpaired A/B images: trainA/ and trainB/ (valA/ valB/, testA/ testB/) of any sizes",
+             formerly=["nectargan-cyclegan"])
 
 
 @hookimpl

@@ -155,32 +155,31 @@ def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional
     """
     data = generator.config.data
     options = dict(data.options)
+    own = data.name in ("paired", "unpaired")  # this plugin's datasets: a folder of splits under root
     if data_root is not None:
-        if data.name != "paired" and "root" not in options:
+        if not own and "root" not in options:
             raise DatasetError(f"--data-root: dataset '{data.name}' has no root option; its own options say where "
                                "its images are (see: nectargan config show)")
         options["root"] = str(data_root)
-    if "root" in options or data.name == "paired":
+    if own:
         if not options.get("root"):
             raise DatasetError(f"{generator.checkpoint}: its config names no dataset folder (data.root), as for "
                                "imported weights; pass --data-root DIR")
         if not Path(options["root"]).is_dir():
             raise DatasetError(f"{options['root']}: the run's dataset folder (data.root) was not found from here; "
                                "pass --data-root DIR")
-    view = "val" if split == "train" else split
+    view = "val" if split == "train" and own else split
     if isinstance(options.get(view), dict):  # the split's own options: folder, preprocess, batch_size
         view_options = dict(options[view])
-        if split == "train":
+        if split == "train" and own:  # the train folder, read with the val preprocessing (no augmentation)
             view_options["folder"] = "train"
         if batch_size is not None:
             view_options["batch_size"] = batch_size
         if view_options.get("preprocess") == "none":
             view_options["batch_size"] = 1  # images keep their own sizes, which a batch cannot mix
         options[view] = view_options
-    else:  # a dataset without per-split options reads the split it is asked for, batched by data.batch_size
-        view = split
-        if batch_size is not None and "batch_size" in options:
-            options["batch_size"] = batch_size
+    elif batch_size is not None and "batch_size" in options:  # batched by data.batch_size
+        options["batch_size"] = batch_size
     if data.name == "paired":
         return PairedDataset(options, view, seed=generator.config.run.seed), options, view
     from nectargan_core.plugins import get_plugins
@@ -273,8 +272,9 @@ def _test_pairs(generator: LoadedGenerator, dataset: Any, split: str, mode: Mode
                 as_output = real_a if in_channels == out_channels else real_a.expand(-1, out_channels, -1, -1)
                 for name, scores in per_image(as_output, real_b, metrics, registry).items():
                     baseline[name] += scores.tolist()
-            # another plugin's items may carry no "index"; its loader reads them in order
-            indices = batch["index"].tolist() if "index" in batch else range(position, position + len(real_a))
+            # another plugin's items are read in order, whatever "index" they carry (a Subset keeps its parent's)
+            own = isinstance(dataset, PairedDataset)
+            indices = batch["index"].tolist() if own else range(position, position + len(real_a))
             position += len(real_a)
             paths = batch.get("path")
             for i, index in enumerate(indices):

@@ -21,7 +21,7 @@ TOLERANCE_OPTION = BoundedFloat(0.0, 2.0, "outputs lie in [-1, 1], so a larger t
 @click.command("export")
 @click.argument("target", metavar="RUN_DIR|CHECKPOINT", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["onnx", "torchscript", "reference"]), required=True,
-              help="onnx (needs nectargan-pix2pix[onnx]), torchscript, or reference: the generator(s) as "
+              help="onnx (needs nectargan-translate[onnx]), torchscript, or reference: the generator(s) as "
                    "pytorch-CycleGAN-and-pix2pix state dicts (<label>_net_G.pth).")
 @checkpoint_option
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,

@@ -159,7 +159,7 @@ def write_synthetic(out: Path, *, count: int, size: int, seed: int, val: float, 
                 a, b = render_pair(seed, index, size)
                 Image.fromarray(np.concatenate([a, b], axis=1)).save(folder / f"{index:05d}.png", format="PNG")
                 index += 1
-        meta = {"generator": "nectargan-pix2pix synth", "version": VERSION, "seed": seed, "size": size,
+        meta = {"generator": "nectargan data synth", "version": VERSION, "seed": seed, "size": size,
                 "classes": list(CLASSES), "splits": counts}
         (stage / "synth.json").write_text(json.dumps(meta, indent=2) + "\n")
         commit_folder(stage, out)
@@ -189,7 +189,7 @@ def write_unpaired_synthetic(out: Path, *, count: int, size: int, seed: int, val
                                              ("B", 2 * index + 1, render_pair(seed, 2 * index + 1, size)[1])):
                     Image.fromarray(image).save(stage / f"{split}{domain}" / f"{scene:05d}.png", format="PNG")
                 index += 1
-        meta = {"generator": "nectargan-pix2pix synth --unpaired", "version": VERSION, "seed": seed, "size": size,
+        meta = {"generator": "nectargan data synth --unpaired", "version": VERSION, "seed": seed, "size": size,
                 "domains": {"A": "label maps", "B": "renderings"}, "classes": list(CLASSES), "splits": counts}
         (stage / "synth.json").write_text(json.dumps(meta, indent=2) + "\n")
         commit_folder(stage, out)
