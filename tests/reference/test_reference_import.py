@@ -405,3 +405,21 @@ def test_set_needs_arch(small_file, tmp_path):
                           (test_command, [str(source)])):
         result = cli_runner().invoke(command, [*args, "--set", "norm=batch"])
         assert result.exit_code == 2 and "--set describes a reference network: use it with --arch" in result.output
+
+
+def test_predict_arch_works_where_only_cyclegan_is_installed(tmp_path):
+    """A CycleGAN-only install reads a reference generator as CycleGAN's G_A (pix2pix's format is not there)."""
+    torch.manual_seed(0)
+    reference = randomised(define_G(3, 3, 8, "resnet_6blocks", norm="instance", use_dropout=False)).eval()
+    source = tmp_path / "latest_net_G_A.pth"
+    torch.save(reference.state_dict(), source)
+    image = random_png(tmp_path / "photo.png", 64, 64)
+    arch = ("--arch", "resnet_6blocks", "--set", "ngf=8")
+    alone = run_cli("predict", str(source), str(image), "-o", str(tmp_path / "out"), *arch,
+                    env={"NECTARGAN_DISABLE_PLUGINS": "pix2pix"})
+    assert alone.returncode == 0, alone.stderr
+    assert np.array_equal(np.asarray(Image.open(tmp_path / "out" / "photo.png")), oracle_png(reference, image))
+    both = run_cli("models", "import", str(source), *arch, "-o", str(tmp_path / "g.pt"),
+                   env={"NECTARGAN_DISABLE_PLUGINS": "pix2pix"})
+    assert both.returncode == 0, both.stderr
+    assert load_checkpoint(tmp_path / "g.pt")["trainer"] == "cyclegan"

@@ -30,6 +30,9 @@ from .reference import MODEL_FAMILY, REFERENCE_ARCHS, describe_options, from_ref
 
 #: The trainer whose checkpoint format an import writes (its commands read the generator from it).
 TRAINER = "pix2pix"
+#: Trainers whose checkpoints can hold an imported network, in order of preference: trainer -> role -> the
+#: tracked name the network is stored under. A CycleGAN-only install reads a generator as CycleGAN's G_A.
+LAYOUTS = {"pix2pix": {"generator": "generator", "discriminator": "discriminator"}, "cyclegan": {"generator": "G_A"}}
 #: The networks an import can hold: their roles, which are also their config sections and state keys.
 ROLES = ("generator", "discriminator")
 IMAGE_CHANNELS = (1, 3, 4)
@@ -120,7 +123,9 @@ def import_reference(path: str | Path, arch: str, overrides: Sequence[str] = (),
     model_name, found_role, options = resolve_arch(arch, overrides, registry)
     if role is not None and found_role != role:
         raise ConfigError(f"--arch {arch} is a {found_role}; a {role} is needed here")
-    if not registry.has("trainer", TRAINER):
+    trainer = TRAINER if into is not None else next(
+        (name for name, roles in LAYOUTS.items() if found_role in roles and registry.has("trainer", name)), TRAINER)
+    if not registry.has("trainer", trainer):
         raise ConfigError(f"importing writes a checkpoint of the {TRAINER} trainer, which is not installed: "
                           "pip install nectargan-pix2pix")
     state = from_reference(read_state_dict(path), model_name, options, source=str(path))
@@ -134,18 +139,19 @@ def import_reference(path: str | Path, arch: str, overrides: Sequence[str] = (),
     choice = {"name": model_name, **options}
     if into is None:
         defaults = {"in_channels": options.get("input_channels", 3), "out_channels": 3}
-        raw: dict[str, Any] = {"trainer": TRAINER, "models": {found_role: choice}, "data": {**defaults, **channels}}
+        raw: dict[str, Any] = {"trainer": trainer, "models": {found_role: choice}, "data": {**defaults, **channels}}
         networks: dict[str, Any] = {}
         records: dict[str, Any] = {}
     else:
         raw, networks, records = _joined(into, into_name, found_role, choice, channels)
     config = validate_config(raw, registry, source=f"{path} (imported config)")
+    tracked = LAYOUTS[trainer]
     payload = {
-        "trainer": TRAINER,
+        "trainer": trainer,
         "epoch": 0,
         "global_step": 0,
         "config": config.to_dict(),
-        "state": _in_role_order({**networks, found_role: state}),
+        "state": {tracked[role]: value for role, value in _in_role_order({**networks, found_role: state}).items()},
         "imported": _in_role_order({**records, found_role: record}),
     }
     return ImportedNetwork(path, arch, model_name, found_role, options, state, payload)
