@@ -129,10 +129,15 @@ def merge_sections(config: dict[str, Any], sections: dict[str, Any],
     merged = dict(config)
     for name, value in sections.items():
         current = merged.get(name)
-        other_part = name in choices and value.get("name", current.get("name")) != current.get("name") \
+        other_part = name in choices and bare(value.get("name", current.get("name"))) != bare(current.get("name")) \
             if isinstance(current, dict) and isinstance(value, dict) else True
         merged[name] = value if other_part else {**current, **value}
     return merged
+
+
+def bare(name: Any) -> Any:
+    """A part's name without its ``distribution:`` qualifier (``nectargan-translate:paired`` -> ``paired``)."""
+    return name.rpartition(":")[2] if isinstance(name, str) else name
 
 
 def choice_sections(trainer: str, registry: Any) -> frozenset[str]:

@@ -122,6 +122,8 @@ def test_tiny_config_without_a_preset_or_with_another_part(tiny_config):
     assert mine["data"] == {"name": "my_pairs", "batch_size": 2}  # another part: the paired options go
     same = tiny_config("pix2pix", data={"name": "paired", "batch_size": 2})
     assert same["data"]["crop_size"] == 32 and same["data"]["batch_size"] == 2
+    qualified = tiny_config("pix2pix", data={"name": "nectargan-translate:paired", "batch_size": 2})
+    assert qualified["data"]["crop_size"] == 32 and qualified["data"]["name"] == "nectargan-translate:paired"
     reference = tiny_config("pix2pix", preset="pix2pix-reference")
     assert reference["models"]["generator"]["name"] == "unet_256" and reference["loop"]["epochs"] == 1
 

@@ -12,6 +12,7 @@ import torch
 from nectargan_core.config import choice_of
 from nectargan_core.plugins import get_plugins
 from nectargan_models.options import (
+    MultiScalePatchGANOptions,
     PatchGANOptions,
     PixelGANOptions,
     ResNet6Options,
@@ -31,6 +32,7 @@ REGISTERED = {
     "resnet": ("generator", ResNetOptions),
     "patchgan_70": ("discriminator", PatchGANOptions),
     "patchgan": ("discriminator", PatchGANOptions),
+    "patchgan_multiscale": ("discriminator", MultiScalePatchGANOptions),
     "pixelgan": ("discriminator", PixelGANOptions),
 }
 

@@ -95,6 +95,7 @@ class MetricAccumulator:
         self.count = 0
 
     def update(self, fake: torch.Tensor, real: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Add a batch (images in [-1, 1]); returns its per-image values, by metric."""
         values = per_image(fake, real, self.names, self.registry)
         for name, value in values.items():
             total = value.double().sum()
@@ -114,6 +115,7 @@ class MetricAccumulator:
         self.count = int(totals[-1].item())
 
     def compute(self) -> dict[str, float]:
+        """The mean of each metric over every image added (one host transfer); ``{}`` before any."""
         if not self.count:
             return {}
         means = torch.stack([self.sums[n] for n in self.names]).cpu().tolist()

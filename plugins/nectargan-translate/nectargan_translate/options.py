@@ -99,6 +99,8 @@ def registered_metrics(names: list[str], info: ValidationInfo) -> list[str]:
     """``names`` if each is a registered metric (a field validator for a trainer's ``metrics`` list)."""
     registry = registry_from(info)
     for name in names:
+        if name in METRIC_NAMES:  # always this plugin's (evaluation.metric_functions), whoever else has the name
+            continue
         if registry is not None:
             try:
                 registry.get("metric", name)

@@ -97,13 +97,16 @@ class EarlyStopping:
         self.bad = 0
 
     def update(self, value: float, metric: str, mode: str, min_delta: float, registry: Any = None) -> None:
+        """Count one validation: ``value`` of ``metric`` improves on the best by more than ``min_delta``, or not."""
         if improved(value, self.best, metric, mode, min_delta, registry):
             self.best, self.bad = value, 0
         else:
             self.bad += 1
 
     def state_dict(self) -> dict[str, Any]:
+        """The best value so far and the validations since, for checkpoints."""
         return {"best": self.best, "bad": self.bad}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved."""
         self.best, self.bad = state["best"], state["bad"]
