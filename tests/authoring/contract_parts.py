@@ -55,6 +55,29 @@ class TuplePairs(Pairs):
         return item["A"], item["B"]
 
 
+class BytePairs(Pairs):
+    """Items as 8-bit tensors: not images in [-1, 1]."""
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        item = super().__getitem__(index)
+        return {key: ((value + 1) * 127.5).to(torch.uint8) for key, value in item.items()}
+
+
+class PixelValuePairs(Pairs):
+    """Float items in 0..255: the range is wrong."""
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        return {key: (value + 1) * 127.5 for key, value in super().__getitem__(index).items()}
+
+
+class GreyInputPairs(Pairs):
+    """A has one channel, where the config says three."""
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        item = super().__getitem__(index)
+        return {"A": item["A"][:1], "B": item["B"]}
+
+
 # -- discriminators under pix2pix ---------------------------------------------
 class Judge(nn.Module):
     """A small conditional or unconditional patch discriminator that records how it was called."""
@@ -182,6 +205,9 @@ def register_datasets(register):
     register("cx_pairs", f"{HERE}:Pairs", options=PairsOptions)
     register("cx_nobatch", f"{HERE}:Pairs", options=NoBatchOptions)
     register("cx_tuples", f"{HERE}:TuplePairs", options=PairsOptions)
+    register("cx_bytes", f"{HERE}:BytePairs", options=PairsOptions)
+    register("cx_pixel_values", f"{HERE}:PixelValuePairs", options=PairsOptions)
+    register("cx_grey_input", f"{HERE}:GreyInputPairs", options=PairsOptions)
 
 
 @hookimpl

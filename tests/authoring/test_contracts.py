@@ -86,6 +86,21 @@ def test_a_dataset_whose_items_are_not_a_and_b_tensors_is_refused_at_setup(host,
                              "with tensors 'A' (input) and 'B' (target); got tuple")
 
 
+@pytest.mark.parametrize("dataset, problem", [
+    ("cx_bytes", "item 0's 'A' is a uint8 tensor; images are floating point in [-1, 1] (for 8-bit pixels: "
+                 "x.float() / 127.5 - 1)"),
+    ("cx_pixel_values", "item 0's 'A' holds values from "),
+    ("cx_grey_input", "item 0's 'A' has 1 channels, and data.in_channels is 3; make them agree (the networks are "
+                      "built for data.in_channels)"),
+])
+def test_item_0_must_be_images_in_the_range_and_channels_the_config_says(host, tiny_config, dataset, problem):
+    run = Run.create(tiny_config("pix2pix", data={"name": dataset}), host=host)
+    with pytest.raises(PluginError) as exc:
+        run.fit()
+    message = one_line(exc)
+    assert message.startswith(f"dataset '{dataset}' (plugin 'contract_plugin'), train split: {problem}"), message
+
+
 # -- discriminators --------------------------------------------------------------------
 @pytest.mark.parametrize("conditional, arity", [(True, 2), (False, 1)])
 def test_a_discriminator_is_called_as_its_conditional_attribute_says(host, pix2pix, run_training, conditional, arity,

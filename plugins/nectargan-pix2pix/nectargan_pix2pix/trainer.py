@@ -136,7 +136,7 @@ class Pix2pixTrainer(Trainer):
         dataset = self.build("dataset", data, split=split, seed=self.config.run.seed)
         if data.name != "paired":
             component = self.registry.get("dataset", data.name)
-            check_dataset_item(dataset, component.name, component.provided_by, split)
+            check_dataset_item(dataset, component.name, component.provided_by, split, data_channels(self.config))
         return dataset
 
     def train_dataloader(self) -> DataLoader:

@@ -59,8 +59,19 @@ def batch_size_of(options: Mapping[str, Any], split: str | None) -> Any:
     return options.get("batch_size")
 
 
-def check_dataset_item(dataset: Any, name: str, provider: str, split: str) -> None:
-    """Refuse a dataset whose items are not ``{"A": tensor, "B": tensor}`` of one height and width."""
+#: How far outside [-1, 1] an item's values may stray (rounding in another plugin's own normalisation).
+RANGE_SLACK = 1e-3
+
+
+def check_dataset_item(dataset: Any, name: str, provider: str, split: str,
+                       channels: tuple[int, int] | None = None) -> None:
+    """Refuse a dataset whose items are not ``{"A": tensor, "B": tensor}`` of one height and width.
+
+    Item 0's tensors must also be floating point with values in [-1, 1], and,
+    given ``channels`` (the data section's input and output counts), have
+    those channel counts: a dataset that breaks them would train on garbage,
+    or fail deep inside a network, instead of being named here.
+    """
     import torch
 
     where = f"dataset '{name}' ({provider}), {split} split"
@@ -79,6 +90,18 @@ def check_dataset_item(dataset: Any, name: str, provider: str, split: str) -> No
     if a.dim() != 3 or b.dim() != 3 or a.shape[-2:] != b.shape[-2:]:
         raise PluginError(f"{where}: item 0 must hold 'A' and 'B' as CxHxW tensors of one height and width; got "
                           f"{tuple(a.shape)} and {tuple(b.shape)}")
+    for key, image, count, option in (("A", a, channels and channels[0], "in_channels"),
+                                      ("B", b, channels and channels[1], "out_channels")):
+        if not image.is_floating_point():
+            raise PluginError(f"{where}: item 0's '{key}' is a {str(image.dtype).replace('torch.', '')} tensor; "
+                              "images are floating point in [-1, 1] (for 8-bit pixels: x.float() / 127.5 - 1)")
+        low, high = float(image.min()), float(image.max())
+        if low < -1 - RANGE_SLACK or high > 1 + RANGE_SLACK:
+            raise PluginError(f"{where}: item 0's '{key}' holds values from {low:g} to {high:g}; images are in "
+                              "[-1, 1] (for 8-bit pixels: x / 127.5 - 1)")
+        if count and image.shape[0] != count:
+            raise PluginError(f"{where}: item 0's '{key}' has {image.shape[0]} channels, and data.{option} is "
+                              f"{count}; make them agree (the networks are built for data.{option})")
 
 
 def is_conditional(discriminator: Any, name: str, provider: str) -> bool:

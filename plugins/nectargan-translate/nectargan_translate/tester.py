@@ -187,7 +187,7 @@ def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional
     component = get_plugins().registry.get("dataset", data.name)
     dataset = component.load()(split=view, seed=generator.config.run.seed, **options)
     if not callable(getattr(dataset, "domain", None)) and len(dataset):
-        check_dataset_item(dataset, component.name, component.provided_by, view)
+        check_dataset_item(dataset, component.name, component.provided_by, view, generator.channels)
     return dataset, options, view
 
 
