@@ -60,7 +60,7 @@ ENGINE_STATE = frozenset({
     "epochs_done", "global_step", "batch_in_epoch", "best_value", "stop_reason", "interrupted", "metrics_log",
     "last_checkpoint", "records_dropped", "summary", "_run_lock", "_interval", "_interval_steps", "_epoch_sums",
     "_epoch_steps", "_started", "_finished", "_saved_at", "_start_time", "_warned_best", "_stop_request",
-    "_checkpoint_due",
+    "_checkpoint_due", "_ending_epoch",
 })
 #: The methods a trainer overrides (docs/plugins/trainer-api.md); Trainer's other methods are the engine's.
 OVERRIDABLE = frozenset({"setup", "train_dataloader", "check_config", "generator_spec", "describe"})
@@ -177,6 +177,9 @@ class Trainer:
         #: What :meth:`describe` said when training started (printed, and written to summary.json).
         self.summary: dict[str, str] = {}
         self._checkpoint_due = False  # checkpoint.every_steps came due inside an accumulation group
+        #: While an epoch ends (validation, on_epoch_end): how many batches it trained and how many metrics
+        #: records there were before its end; None otherwise.
+        self._ending_epoch: tuple[int, int] | None = None
 
     # -- for subclasses --------------------------------------------------
     @classmethod
@@ -472,7 +475,11 @@ class Trainer:
         path = self.run_dir.checkpoints / f"emergency-step{self.global_step:08d}.pt"
         try:
             self._check_finite(alone=True)  # the other processes may be anywhere: wait for none of them
-            save_checkpoint(self.checkpoint_payload(gather=False), path)
+            payload = self.checkpoint_payload(gather=False)
+            if self._ending_epoch is not None:  # failed while ending the epoch: resume ends it again
+                payload["epoch"], payload["batch_in_epoch"] = self.epochs_done - 1, self._ending_epoch[0]
+                payload["loop"]["metrics_records"] = self._ending_epoch[1]  # its val/epoch records are redone
+            save_checkpoint(payload, path)
         except Exception as err:  # noqa: BLE001 - the original error is what matters
             print(f"warning: no emergency checkpoint: {err}", file=sys.stderr)
             return None
@@ -618,6 +625,9 @@ class Trainer:
             kit.finish_group()
         self._log_interval()
         metrics = {k: v / max(self._epoch_steps, 1) for k, v in self._epoch_sums.items()}
+        # Until on_epoch_end returns, an emergency checkpoint records the epoch as trained but not ended, so
+        # that a resume from it validates and ends the epoch (schedules, examples) instead of skipping that.
+        self._ending_epoch = (self.batch_in_epoch, self.metrics_log.records)
         self.epochs_done += 1
         self.batch_in_epoch = 0
         if loop.val_every_epochs and self.epochs_done % loop.val_every_epochs == 0:
@@ -629,6 +639,7 @@ class Trainer:
             "elapsed": time.time() - self._start_time,
         })
         self.hook.on_epoch_end(trainer=self, epoch=epoch, metrics=metrics)
+        self._ending_epoch = None
         every = self.config.checkpoint.every_epochs
         if (every and self.epochs_done % every == 0) or self._checkpoint_due:  # due: a loader without a length
             self.save_checkpoint()

@@ -474,3 +474,27 @@ def test_a_clashing_trainer_is_refused_before_its_run_directory_exists(fake_dist
         "error: trainer 'clash' (plugin 'clash_plugin' (nectargan-clash)): HookTrainer defines 'hook', which the engine "
         "owns (the loop's own state and methods); rename it (see docs/plugins/trainer-api.md#names-the-engine-owns)\n"))
     assert not (tmp_path / "runs").exists()
+
+
+class FailOnceAtEpochEnd:
+    """Raises in on_validation_end of the first epoch: the failure falls while the epoch ends."""
+
+    @hookimpl
+    def on_validation_end(self, trainer, metrics):
+        raise RuntimeError("validation consumer failed")
+
+
+def test_a_run_that_fails_while_ending_an_epoch_resumes_into_that_epoch_s_end(tmp_path):
+    config = toy_config(tmp_path, epochs=2, val_every_epochs=1)
+    run = Run.create(config, plugins=[FailOnceAtEpochEnd()])
+    with pytest.raises(RuntimeError, match="validation consumer failed"):
+        run.fit()
+    emergency = sorted((run.dir / "checkpoints").glob("emergency-*.pt"))
+    assert len(emergency) == 1
+    saved = load_checkpoint(emergency[0])
+    assert (saved["epoch"], saved["batch_in_epoch"], saved["global_step"]) == (0, 2, 2)  # trained, not ended
+    resumed = Run.resume(run.dir, checkpoint=emergency[0]).fit()
+    assert resumed.trainer.epochs_done == 2
+    records = recorded(run.dir / "metrics.jsonl")
+    assert [(r["kind"], r["epoch"]) for r in records if r["kind"] in ("val", "epoch")] == [
+        ("val", 0), ("epoch", 0), ("val", 1), ("epoch", 1)]
