@@ -97,7 +97,11 @@ def export_generator(target: str | Path, which: str = "latest", *, fmt: Format =
     if fmt == "onnx" and not all(importlib.util.find_spec(name) for name in ("onnx", "onnxscript")):
         raise ExportError(f"ONNX export needs the onnx and onnxscript packages: {INSTALL_HINT}")
     generator = load_generator(target, which, device="cpu", direction=direction)
-    height, width = size or (generator.training_size or 256,) * 2
+    if size is None and not generator.training_size:
+        raise ExportError(f"{generator.checkpoint}: the run records no training size (data.crop_size or load_size), "
+                          f"so the export's input size is yours to choose: pass --size HxW (multiples of "
+                          f"{generator.size_multiple})")
+    height, width = size or (generator.training_size,) * 2
     multiple = generator.size_multiple
     if height % multiple or width % multiple:
         raise ExportError(f"--size {height}x{width}: height and width must be multiples of {multiple} "
