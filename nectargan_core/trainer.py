@@ -775,6 +775,9 @@ class Trainer:
                           f"({', '.join(sorted(metrics)) or 'none'}); best.pt is not written", file=sys.stderr)
             return
         if math.isnan(value):
+            if self.best_value is None and self.is_main:  # until a number comes, say why best.pt does not
+                print(f"warning: checkpoint.best_metric '{key}' is NaN at epoch {self.epoch + 1}; best.pt is "
+                      "written once it gives a number", file=sys.stderr)
             return
         if improved(value, self.best_value, key, self.config.checkpoint.best_direction):
             self.best_value = value

@@ -34,7 +34,7 @@ from .train_cmd import train_command
 @click.option("--traceback", "show_traceback", is_flag=True,
               help="Show the full traceback of errors and of plugin failures (same as NECTARGAN_DEBUG=1).")
 def cli(show_traceback: bool) -> None:
-    """NectarGAN: train paired image-to-image GANs (pix2pix) with plugins.
+    """NectarGAN: train image-to-image GANs (pix2pix, CycleGAN and your own) with plugins.
 
     \b
     Examples:

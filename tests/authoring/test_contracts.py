@@ -296,11 +296,14 @@ MANIFEST_DATASET = """
         count: int = 5
         size: int = 32
         batch_size: int = Field(2, ge=1)
+        root: str | None = None
 
     class Pairs(torch.utils.data.Dataset):
         '''Pairs listed by a manifest of its own: no folder layout, no per-split options.'''
 
-        def __init__(self, count=5, size=32, batch_size=2, split="train", seed=0):
+        def __init__(self, count=5, size=32, batch_size=2, root=None, split="train", seed=0):
+            if root is not None:
+                open(f"{root}/manifest.csv").close()  # a manifest that is not there: FileNotFoundError
             self.count, self.size, self.split = count, size, split
             self.pairs = [("a name", "that pix2pix must not read")] * count
 
@@ -344,6 +347,10 @@ def test_nectargan_test_reads_any_dataset_that_meets_the_paired_contract(fake_di
         for sub in ("images", "inputs", "targets"):
             assert sorted(p.name for p in (results / sub).iterdir()) == names
         assert f"{split}: 5 images" in tested.stdout, tested.stdout
+    missing = run_cli("test", str(run_dir), "--data-root", str(tmp_path), cwd=tmp_path, env=env, timeout=300)
+    assert (missing.returncode, missing.stderr) == (1, (
+        f"error: dataset 'manifest' (plugin 'manifest_plugin' (nectargan-manifest)), test split: "
+        f"{tmp_path}/manifest.csv: No such file or directory\n")), missing.stderr
 
 
 EDGE_METRIC = """

@@ -30,7 +30,7 @@ SYNTH_COUNT = BoundedInt(1, 100_000, "a synthetic set is for trying things out; 
 
 @click.group("data")
 def data_group() -> None:
-    """Make, prepare, check and download paired A/B datasets."""
+    """Make, prepare, check and download image datasets: paired A/B, or unpaired domains."""
 
 
 @data_group.command("synth")

@@ -52,8 +52,8 @@ def ssim(fake: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
 BUILTIN: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {"l1": l1, "psnr": psnr, "ssim": ssim}
 
 
-def metric_functions(names: Iterable[str], registry: Any = None) -> dict[str, Callable[..., torch.Tensor]]:
-    """The function of each metric in ``names``: this plugin's own, else the one registered under that name.
+def metric_functions(names: Iterable[str], registry: Any = None) -> dict[str, tuple[Callable[..., torch.Tensor], str]]:
+    """The function of each metric in ``names``, and its label for messages: this plugin's own, else the registered one.
 
     L1, PSNR and SSIM are always this plugin's (another plugin's metric of the
     same name is reached by its qualified name, ``dist:l1``), so a run's
@@ -62,9 +62,10 @@ def metric_functions(names: Iterable[str], registry: Any = None) -> dict[str, Ca
     functions = {}
     for name in names:
         if name in BUILTIN:
-            functions[name] = BUILTIN[name]
+            functions[name] = BUILTIN[name], f"metric '{name}'"
         elif registry is not None:
-            functions[name] = registry.get("metric", name).load()
+            component = registry.get("metric", name)
+            functions[name] = component.load(), f"metric '{name}' ({component.provided_by})"
         else:
             raise ValueError(f"unknown metric {name!r}; known: {', '.join(METRICS)}")
     return functions
@@ -75,12 +76,13 @@ def per_image(fake: torch.Tensor, real: torch.Tensor, names: Iterable[str] = MET
     """Each metric for each image of the batch: ``{name: tensor of shape [B]}``."""
     fake, real = to_unit(fake), to_unit(real)
     out: dict[str, torch.Tensor] = {}
-    for name, function in metric_functions(names, registry).items():
+    for name, (function, label) in metric_functions(names, registry).items():
         value = function(fake, real)
         if not isinstance(value, torch.Tensor) or value.shape != (fake.shape[0],):
             shown = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
-            raise PluginError(f"metric '{name}': returned {shown} for a batch of {fake.shape[0]} images; a metric "
-                              f"returns one value per image, a tensor of shape [{fake.shape[0]}]")
+            raise PluginError(f"{label}: returned {shown} for a batch of {fake.shape[0]} images; a metric "
+                              f"returns one value per image, a tensor of shape [{fake.shape[0]}] (see "
+                              "docs/hooks.md#register_metrics)")
         out[name] = value
     return out
 

@@ -120,7 +120,8 @@ def resolve_checkpoint(target: str | Path, which: str = "latest") -> Path:
     run = RunDir.open(path)
     if which == "best":
         if not run.best_checkpoint.is_file():
-            raise CheckpointError(f"{run.path}: no best.pt (set checkpoint.best_metric when training); "
+            raise CheckpointError(f"{run.path}: no best.pt (checkpoint.best_metric was not set when training, or "
+                                  "never gave a number); "
                                   "use --checkpoint latest")
         return run.best_checkpoint
     checkpoints = run.periodic_checkpoints()

@@ -166,6 +166,8 @@ def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional
             raise DatasetError(f"{generator.checkpoint}: its config names no dataset folder (data.root), as for "
                                "imported weights; pass --data-root DIR")
         if not Path(options["root"]).is_dir():
+            if data_root is not None:
+                raise DatasetError(f"--data-root {data_root}: no such folder")
             raise DatasetError(f"{options['root']}: the run's dataset folder (data.root) was not found from here; "
                                "pass --data-root DIR")
     view = "val" if split == "train" and own else split
@@ -185,7 +187,14 @@ def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional
     from nectargan_core.plugins import get_plugins
 
     component = get_plugins().registry.get("dataset", data.name)
-    dataset = component.load()(split=view, seed=generator.config.run.seed, **options)
+    factory = component.load()
+    try:
+        dataset = factory(split=view, seed=generator.config.run.seed, **options)
+    except OSError as exc:  # a file the dataset's options point at (a manifest, a folder) is not there
+        what = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
+        raise DatasetError(f"dataset '{data.name}' ({component.provided_by}), {view} split: {what}"
+                           + ("" if data_root is not None or "root" not in options else "; pass --data-root DIR")) \
+            from None
     if not callable(getattr(dataset, "domain", None)) and len(dataset):
         check_dataset_item(dataset, component.name, component.provided_by, view, generator.channels)
     return dataset, options, view
