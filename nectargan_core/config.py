@@ -80,6 +80,29 @@ class Section(BaseModel):
                     _at_key(key, refuse_coercion, field, value)
         return data
 
+    renamed_options: ClassVar[Mapping[str, str]] = {}
+    """Options renamed since an older release, old key -> new key: a stored config that still has the old key
+    (an older run resumed, tested or exported) reads as the new one, and is saved with the new key."""
+    removed_options: ClassVar[frozenset[str]] = frozenset()
+    """Options removed since an older release: a stored config that still has one reads without it."""
+
+    # Defined after _no_silent_coercion so that it runs before it (pydantic runs 'before' validators last first).
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping) or not (cls.renamed_options or cls.removed_options):
+            return data
+        migrated: dict[Any, Any] = {}
+        for key, value in data.items():
+            if key in cls.removed_options:
+                continue
+            new = cls.renamed_options.get(key, key) if isinstance(key, str) else key
+            if new != key and new in data:
+                raise PydanticCustomError(KEYED_ERROR, "{key}: {message}", {
+                    "key": key, "message": f"renamed to {new}, which is also given; keep {new} only"})
+            migrated[new] = value
+        return migrated
+
     @model_validator(mode="after")
     def _fits_64_bits(self) -> "Section":
         for key in type(self).model_fields:

@@ -498,3 +498,20 @@ def test_a_run_that_fails_while_ending_an_epoch_resumes_into_that_epoch_s_end(tm
     records = recorded(run.dir / "metrics.jsonl")
     assert [(r["kind"], r["epoch"]) for r in records if r["kind"] in ("val", "epoch")] == [
         ("val", 0), ("epoch", 0), ("val", 1), ("epoch", 1)]
+
+
+def test_a_run_saved_with_renamed_and_removed_options_resumes(tmp_path):
+    """A plugin declares renamed_options and removed_options on its section; older runs read as the new ones."""
+    run = Run.create(toy_config(tmp_path, epochs=1)).fit()
+    config_file = run.dir / "config.yaml"
+    text = config_file.read_text()
+    assert "  samples: 8\n" in text
+    config_file.write_text(text.replace("  samples: 8\n", "  sample_count: 8\n  legacy_flag: true\n"))
+    resumed = Run.resume(run.dir, overrides=["loop.epochs=2"]).fit()
+    assert resumed.trainer.epochs_done == 2 and resumed.config.toy.samples == 8
+    saved = config_file.read_text()
+    assert "  samples: 8\n" in saved and "sample_count" not in saved and "legacy_flag" not in saved
+    with pytest.raises(ConfigError, match="toy.sample_count: renamed to samples, which is also given; keep samples"):
+        Run.resume(run.dir, overrides=["loop.epochs=3", "toy.sample_count=4"])
+    more = Run.resume(run.dir, overrides=["loop.epochs=3", "toy.samples=12"]).fit()
+    assert more.config.toy.samples == 12

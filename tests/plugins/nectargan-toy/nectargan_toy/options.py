@@ -15,6 +15,10 @@ LossChoice = choice_of("loss", default="toy_mse")
 class ToySection(Section):
     """The toy trainer's data and optimisation settings."""
 
+    # As a plugin migrates its options: older runs wrote sample_count (renamed) and legacy_flag (removed).
+    renamed_options = {"sample_count": "samples"}
+    removed_options = frozenset({"legacy_flag"})
+
     samples: int = Field(16, description="Training samples", ge=0)
     val_samples: int = Field(4, description="Validation samples", ge=0)
     batch_size: int = Field(4, description="Batch size", ge=1)
