@@ -37,7 +37,7 @@ def test_a_new_version_reaches_every_distribution_and_pin_and_nothing_else(tmp_p
     before = {p: tomllib.loads(p.read_text())["project"] for p in repo.rglob("pyproject.toml")}
     done = release(repo, "version", "9.8.7rc1")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "version 9.8.7rc1 set in 7 distributions; add a '## 9.8.7rc1' section to CHANGELOG.md\n"
+    assert done.stdout == "version 9.8.7rc1 set in 8 distributions; add a '## 9.8.7rc1' section to CHANGELOG.md\n"
     for path, old in before.items():
         new = tomllib.loads(path.read_text())["project"]
         assert new["name"] == old["name"] and new["version"] == "9.8.7rc1", path
@@ -51,7 +51,7 @@ def test_a_new_version_reaches_every_distribution_and_pin_and_nothing_else(tmp_p
     assert {"nectargan-core==9.8.7rc1", "nectargan-models==9.8.7rc1", "nectargan-losses==9.8.7rc1"} <= \
         set(pix2pix["dependencies"])
     checked = release(repo, "check")
-    assert (checked.returncode, checked.stdout) == (0, "7 distributions at version 9.8.7rc1\n"), checked.stderr
+    assert (checked.returncode, checked.stdout) == (0, "8 distributions at version 9.8.7rc1\n"), checked.stderr
 
 
 def test_check_names_a_distribution_out_of_step(tmp_path):
@@ -105,13 +105,16 @@ def test_odd_spellings_of_a_pin_are_set_too_and_anything_version_cannot_set_is_r
     pix2pix = repo / "plugins/nectargan-pix2pix/pyproject.toml"
     text = pix2pix.read_text()
     assert '"nectargan-models==0.1.0"' in text and '"nectargan-losses==0.1.0"' in text
-    pix2pix.write_text(text.replace('"nectargan-models==0.1.0"', '"NectarGAN_Models == 0.1.0"')
-                       .replace('onnx = ["onnx', 'onnx = ["nectargan-losses==0.1.0", "onnx'))
+    pix2pix.write_text(text.replace('"nectargan-models==0.1.0"', '"NectarGAN_Models == 0.1.0"'))
+    translate = repo / "plugins/nectargan-translate/pyproject.toml"
+    translate.write_text(translate.read_text().replace('onnx = ["onnx', 'onnx = ["nectargan-losses==0.1.0", "onnx'))
     done = release(repo, "version", "0.2.0")
     assert done.returncode == 0, done.stderr
     project = tomllib.loads(pix2pix.read_text())["project"]
     assert "nectargan-models==0.2.0" in project["dependencies"]
-    assert project["optional-dependencies"]["onnx"][0] == "nectargan-losses==0.2.0"
+    assert project["optional-dependencies"]["onnx"] == ["nectargan-translate[onnx]==0.2.0"]  # an extra of a sibling
+    extra = tomllib.loads(translate.read_text())["project"]["optional-dependencies"]["onnx"]
+    assert extra[0] == "nectargan-losses==0.2.0"
 
     core = repo / "pyproject.toml"
     core.write_text(core.read_text().replace('"nectargan-core[docs]"', '"nectargan-core[docs]==0.2.0"'))
