@@ -7,6 +7,7 @@ and how to install it, instead of ending in a ModuleNotFoundError traceback.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -31,9 +32,13 @@ def test_without_torch_the_light_commands_work_and_the_rest_name_what_to_install
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
     folders = [str(ROOT)] + [str(ROOT / "plugins" / name) for name in
                              ("nectargan-models", "nectargan-losses", "nectargan-translate", "nectargan-pix2pix")]
-    for command in (pip + ["--no-deps", *folders], pip + LIGHT):
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, done.stderr[-3000:]
+    # pip builds in the source folders: one build at a time with .ci/install_dists.py and .ci/release.py
+    with open(ROOT / ".ci" / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = subprocess.run(pip + ["--no-deps", *folders], env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = subprocess.run(pip + LIGHT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
     assert subprocess.run([str(venv / "bin" / "python"), "-c", "import torch"], capture_output=True).returncode == 1
 
     def nectargan(*args: str) -> subprocess.CompletedProcess:
