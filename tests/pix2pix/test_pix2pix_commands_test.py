@@ -128,9 +128,17 @@ def test_train_split_is_read_without_augmentation(trained_run, tmp_path):
 
 
 def test_missing_dataset_folder_asks_for_data_root(trained_run, tmp_path):
-    with pytest.raises(NectarGANError, match="pass --data-root DIR"):
+    with pytest.raises(NectarGANError) as given:  # a --data-root that is not there is named as such
         run_test(trained_run.path, data_root=tmp_path / "moved", out_dir=tmp_path / "out")
-    report = run_test(trained_run.path, data_root=trained_run.data, out_dir=tmp_path / "out")
+    assert str(given.value) == f"--data-root {tmp_path / 'moved'}: no such folder"
+    moved = tmp_path / "data-moved"
+    trained_run.data.rename(moved)
+    try:  # the run's own data.root gone: asks for --data-root
+        with pytest.raises(NectarGANError, match="was not found from here; pass --data-root DIR"):
+            run_test(trained_run.path, out_dir=tmp_path / "out")
+        report = run_test(trained_run.path, data_root=moved, out_dir=tmp_path / "out")
+    finally:
+        moved.rename(trained_run.data)
     assert len(report.names) == 4
 
 
