@@ -210,6 +210,9 @@ def test_second_sigint_stops_at_once_without_damage(tmp_path):
     first = checkpoints()
     while time.time() < deadline and checkpoints() == first:
         time.sleep(0.01)
+    # The file appears before its write ends (sidecar, pruning), and a stop asked for then stops at once after
+    # it: wait until the next step has begun.
+    time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     # Two signals that arrive before Python runs its handler are one: send the second once the first is heard.
     while time.time() < deadline and not any("SIGINT received" in line for line in lines):
