@@ -272,11 +272,12 @@ class PairedDataOptions(Section):
         return "train" if split == "train" else getattr(self, split).folder
 
 
-def parse_options(options: PairedDataOptions | Mapping[str, Any]) -> PairedDataOptions:
-    """Validated options from a model or a plain mapping; a bad value is a one-line ConfigError."""
-    if isinstance(options, PairedDataOptions):
+def parse_options(options: PairedDataOptions | Mapping[str, Any],
+                  model: type[PairedDataOptions] = PairedDataOptions) -> PairedDataOptions:
+    """Validated ``model`` options from a model or a plain mapping; a bad value is a one-line ConfigError."""
+    if isinstance(options, model):
         return options
     try:
-        return PairedDataOptions.model_validate(dict(options))
+        return model.model_validate(dict(options))
     except ValidationError as exc:
-        raise ConfigError("; ".join(f"data.{line}" for line in describe_errors(exc, PairedDataOptions))) from None
+        raise ConfigError("; ".join(f"data.{line}" for line in describe_errors(exc, model))) from None

@@ -20,11 +20,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, Mapping, Optional
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from nectargan_core.config import describe_errors
-from nectargan_core.errors import ConfigError
-from .options import Channels, PairedDataOptions
+from .options import Channels, PairedDataOptions, parse_options
 
 
 class UnpairedDataOptions(PairedDataOptions):
@@ -42,9 +40,4 @@ class UnpairedDataOptions(PairedDataOptions):
 
 def parse_unpaired(options: UnpairedDataOptions | Mapping[str, Any]) -> UnpairedDataOptions:
     """Validated options from a model or a plain mapping; a bad value is a one-line ConfigError."""
-    if isinstance(options, UnpairedDataOptions):
-        return options
-    try:
-        return UnpairedDataOptions.model_validate(dict(options))
-    except ValidationError as exc:
-        raise ConfigError("; ".join(f"data.{line}" for line in describe_errors(exc, UnpairedDataOptions))) from None
+    return parse_options(options, UnpairedDataOptions)  # type: ignore[return-value]
