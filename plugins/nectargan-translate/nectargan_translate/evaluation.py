@@ -20,10 +20,8 @@ from nectargan_core.errors import PluginError
 # torchmetrics is imported where a metric is computed: importing it costs ~2 s here (scipy), and
 # `nectargan predict` / export import this module only for to_unit and evaluation_mode.
 
-#: The metrics every translation run is scored with (registered by this plugin).
+#: The metrics every translation run is scored with (registered by this plugin, with their directions).
 METRICS = ("l1", "psnr", "ssim")
-#: Which way each of them improves.
-HIGHER_IS_BETTER = {"l1": False, "psnr": True, "ssim": True}
 
 
 def to_unit(images: torch.Tensor) -> torch.Tensor:
