@@ -63,7 +63,8 @@ ENGINE_STATE = frozenset({
     "_checkpoint_due", "_ending_epoch",
 })
 #: The methods a trainer overrides (docs/plugins/trainer-api.md); Trainer's other methods are the engine's.
-OVERRIDABLE = frozenset({"setup", "train_dataloader", "check_config", "generator_spec", "describe"})
+OVERRIDABLE = frozenset({"setup", "train_dataloader", "check_config", "generator_spec", "describe", "prepare_step",
+                         "graph_key"})
 #: Files whose code may assign the engine's attributes: this module and the run that owns the trainer.
 _ENGINE_FILES = frozenset({__file__, str(Path(__file__).with_name("run.py"))})
 NAMES_DOC = "docs/plugins/trainer-api.md#names-the-engine-owns"
@@ -204,6 +205,27 @@ class Trainer:
     def train_dataloader(self) -> Iterable[Any]:
         """The iterable of training batches (a DataLoader, usually)."""
         raise PluginError(f"trainer '{self.name}' does not define train_dataloader()")
+
+    def prepare_step(self, batch: Any, batch_idx: int) -> None:
+        """Host-side work before each training step, always run eagerly (never inside a CUDA graph).
+
+        The engine calls it before every ``train_step``, in every mode. Draw
+        host random numbers or make other per-step decisions here and hand them
+        to the step as device tensors written in place (``t.copy_(...)``), so
+        that a captured step replays with this step's values (the CycleGAN
+        image pools draw here). Default: nothing.
+        """
+
+    def graph_key(self, batch_idx: int) -> Any:
+        """What, besides the batch's shapes and the optimizers' settings, selects this step's CUDA graph.
+
+        A captured step replays the Python decisions made when it was captured.
+        A trainer whose ``train_step`` branches on host values that change
+        between steps (``global_step % d_every``, a scheduled loss weight)
+        returns them here (any hashable); a step with a new key is captured
+        anew. Default: ``()`` (the step's Python flow never changes).
+        """
+        return ()
 
     def build(self, kind: str, choice: "ComponentChoice | str", **overrides: Any) -> Any:
         """Build a registered part from a config choice (name + options) or a bare name.
@@ -591,6 +613,7 @@ class Trainer:
         completed = True
         for batch in self._epoch_loader(epoch):
             batch_idx = self.batch_in_epoch
+            self.prepare_step(batch, batch_idx)
             outputs = self.hook.train_step(trainer=self, batch=batch, batch_idx=batch_idx)
             if outputs is None:
                 raise PluginError(f"train_step of trainer '{self.name}' returned None; return a mapping of losses")
