@@ -288,6 +288,73 @@ def bench_cli(tmp: Path) -> None:
     say("5", "results", json.dumps(results))
 
 
+def bench_graphs(sizes: list[tuple[int, int]], repeats: int, parity_steps: int = 200) -> None:
+    """CUDA graphs (precision.cuda_graphs) vs eager steps, fp32 and bf16, and 200-step parity at 256x1."""
+    import run as bench
+
+    print("\n== 7. CUDA graphs: the pix2pix step eager vs replayed (fp32, bf16), vs the reference ==", flush=True)
+    out: dict[str, Any] = {}
+    for size, batch in sizes:
+        trainers = {f"{mode}_{amp}": cuda_trainer(size, batch, precision={"amp": amp if amp != "fp32" else "off",
+                                                                          "cuda_graphs": "auto" if mode == "on" else mode})
+                    for amp in ("fp32", "bf16") for mode in ("off", "on")}
+        base = trainers["off_fp32"]
+        G, D = copy.deepcopy(base.generator), copy.deepcopy(base.discriminator)
+        ref = reference_step(G, D, reference_adam(G.parameters()), reference_adam(D.parameters()))
+        data = cuda_batches(size, batch)
+        variants: dict[str, Callable[[int], Any]] = {"reference_fp32": lambda i: ref(data[i % len(data)])}
+        for name, trainer in trainers.items():
+            step = bench.engine_step(trainer)
+            variants[name] = (lambda s: (lambda i: s(data[i % len(data)], i)))(step)
+        med = timed(variants, repeats, warmup=8)  # warm-up includes the graph's 3 eager steps and its capture
+        key = f"{size}x{batch}"
+        out[key] = {name: {"ms_per_step": s * 1000, "img_per_s": batch / s, "vs_reference": s / med["reference_fp32"],
+                           "replays": getattr(trainers.get(name), "step_graphs", None) and
+                           trainers[name].step_graphs.replays} for name, s in med.items()}
+        for name, s in med.items():
+            say("7", f"{key} {name}", f"{s * 1000:.2f} ms/step, {batch / s:.0f} img/s, "
+                f"{s / med['reference_fp32']:.3f} x reference")
+        say("7", f"{key} graph / eager", f"fp32 {med['on_fp32'] / med['off_fp32']:.3f}, "
+            f"bf16 {med['on_bf16'] / med['off_bf16']:.3f}; bf16 / fp32: eager {med['off_bf16'] / med['off_fp32']:.3f}, "
+            f"graph {med['on_bf16'] / med['on_fp32']:.3f}")
+        del trainers, base, G, D, ref, variants
+        torch.cuda.empty_cache()
+
+    # Parity: the same weights and data for parity_steps steps, replayed vs eager, and two eager runs (the band).
+    runs: dict[str, Any] = {}
+    data = cuda_batches(SIZE, 1, n=16, seed=7)
+    for name, mode in (("eager_a", "off"), ("eager_b", "off"), ("graph", "on")):
+        trainer = cuda_trainer(SIZE, 1, precision={"cuda_graphs": "auto" if mode == "on" else mode})
+        step = bench.engine_step(trainer)
+        torch.manual_seed(1234)
+        curve = []
+        for i in range(parity_steps):
+            logs = step(data[i % len(data)], i)
+            curve.append(torch.stack([logs["G/l1"], logs["G/gan"], logs["D/gan_d"]]))
+        runs[name] = (trainer, torch.stack(curve).float().cpu())
+
+    def weights_diff(a: Any, b: Any) -> float:
+        return max((x - y).abs().max().item() for x, y in zip(a.generator.state_dict().values(),
+                                                               b.generator.state_dict().values())
+                   if x.is_floating_point())
+
+    def curve_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+        return ((a - b).abs() / b.abs().clamp_min(1e-6)).max().item()
+
+    parity = {
+        "steps": parity_steps,
+        "replays": runs["graph"][0].step_graphs.replays,
+        "weights_max_abs_diff": {"graph_vs_eager": weights_diff(runs["graph"][0], runs["eager_a"][0]),
+                                 "eager_vs_eager": weights_diff(runs["eager_b"][0], runs["eager_a"][0])},
+        "loss_max_rel_diff": {"graph_vs_eager": curve_diff(runs["graph"][1], runs["eager_a"][1]),
+                              "eager_vs_eager": curve_diff(runs["eager_b"][1], runs["eager_a"][1])},
+        "final_losses": {name: [round(float(v), 6) for v in r[1][-1]] for name, r in runs.items()},
+    }
+    out["parity"] = parity
+    say("7", f"parity over {parity_steps} steps at {SIZE}x1 (G/l1, G/gan, D)", json.dumps(parity))
+    RESULTS["7_graphs"] = out
+
+
 def bench_cyclegan(repeats: int) -> None:
     try:
         import nectargan_cyclegan  # noqa: F401
@@ -328,6 +395,8 @@ def main() -> int:
         ("parity", lambda: bench_parity(SIZE)),
         ("inference", lambda: bench_inference(repeats)),
         ("cyclegan", lambda: bench_cyclegan(repeats)),
+        ("graphs", lambda: bench_graphs([(SIZE, 1), (SIZE, 2 if args.smoke_cpu else 16)], repeats,
+                                        8 if args.smoke_cpu else 200)),
         ("cli", lambda: bench_cli(args.tmp)),
     ]
     failed = []

@@ -111,7 +111,8 @@ def engine_step(trainer: Any) -> Callable[[dict, int], Any]:
 
     def step(batch: dict, batch_idx: int) -> Any:
         batch_idx %= total  # the index within the (synthetic) epoch, as the engine passes it
-        outputs = trainer.hook.train_step(trainer=trainer, batch=batch, batch_idx=batch_idx)
+        trainer.prepare_step(batch, batch_idx)
+        outputs = trainer.step_graphs(batch, batch_idx)  # eager, or a replayed CUDA graph
         trainer.global_step += 1
         trainer.batch_in_epoch += 1
         trainer._accumulate(outputs)

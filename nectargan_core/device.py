@@ -48,13 +48,22 @@ def seed_everything(seed: int) -> None:
 
 
 def set_deterministic(enabled: bool) -> None:
-    """Deterministic algorithms (bit-exact CPU resume); errors if an op has none."""
+    """Deterministic algorithms (bit-exact CPU resume); errors if an op has none.
+
+    Otherwise the fast paths of NVIDIA cards: cuDNN picks the fastest
+    convolution for each shape (``cudnn.benchmark``), and fp32 convolutions and
+    matrix products use TF32 tensor cores where the card has them (Ampere and
+    later). TF32 convolutions are torch's default already (the reference
+    trains with them); TF32 matrix products are not.
+    """
     if enabled:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(enabled, warn_only=False)
     if torch.backends.cudnn.is_available():
         torch.backends.cudnn.deterministic = enabled
         torch.backends.cudnn.benchmark = not enabled
+        torch.backends.cudnn.allow_tf32 = not enabled
+    torch.backends.cuda.matmul.allow_tf32 = not enabled
 
 
 def rng_state() -> dict[str, Any]:

@@ -127,6 +127,10 @@ class TrainerKit:
         self._active: Update | None = None
         self._params: list[torch.nn.Parameter] | None = None
         self._ddp: list[Any] | None = None
+        #: While a step is captured as a CUDA graph: the Python work to redo after each replay
+        #: (step-unit LR schedules), else None.
+        self._deferred: list[Any] | None = None
+        self._capturable: list[tuple[dict[str, Any], Any]] = []
 
     # -- the declaration -----------------------------------------------------
     def __set_name__(self, owner: type, name: str) -> None:
@@ -200,9 +204,10 @@ class TrainerKit:
         the device; the engine reads them with the losses at its logging
         interval, so counting costs no host read.
         """
-        counts = [(u.name, u.skipped) for u in self.updates if u.skipped is not None]
+        counts = [(u.name, u.skipped.clone()) for u in self.updates if u.skipped is not None]
         for update in self.updates:
-            update.skipped = None
+            if update.skipped is not None:
+                update.skipped.zero_()  # in place: a captured step adds to this very tensor
         return counts
 
     def finish_group(self) -> None:
@@ -234,6 +239,53 @@ class TrainerKit:
         trainer = self._bound("start a step")
         group = AccumulationGroup.of(batch_idx, self._accumulate, trainer.num_batches())
         return Step(self, group, skip=trainer.config.loop.nonfinite == "skip")
+
+    # -- CUDA graph capture (nectargan_core.stepgraph) ------------------------------
+    def begin_capture(self) -> None:
+        """Prepare for capturing a step: capturable optimizers, gradients made inside the graph.
+
+        Optimizers that have a capturable mode (Adam, AdamW, ...) take it while
+        the step is captured; their step counts move to the device, where a
+        captured step can advance them. Step-unit LR schedules are not stepped
+        inside the graph (a replay would not step them): their steps are
+        recorded and redone after every replay.
+        """
+        self._deferred = []
+        self._capturable = []
+        trainer = self._bound("capture a step")
+        for update in self.updates:
+            if update.skipped is None and trainer.config.loop.nonfinite == "skip":
+                update.skipped = torch.zeros((), device=trainer.device)  # made here: a capture would re-zero it
+
+            optimizer = update.optimizer
+            optimizer.zero_grad(set_to_none=True)
+            for group in optimizer.param_groups:
+                if "capturable" in group and all(p.device.type != "cpu" for p in group["params"]):
+                    self._capturable.append((group, group["capturable"]))
+                    group["capturable"] = True
+                    for param in group["params"]:
+                        step = optimizer.state.get(param, {}).get("step")
+                        if isinstance(step, torch.Tensor) and step.device != param.device:
+                            optimizer.state[param]["step"] = step.to(param.device)
+
+    def end_capture(self, failed: bool = False) -> list[Any]:
+        """The Python work recorded while capturing (empty when ``failed``); the kit is ready for eager steps.
+
+        After a failed capture nothing of the step ran: pending gradients,
+        flags and the step's state are dropped, and the batch runs again eagerly.
+        """
+        deferred, self._deferred = self._deferred or [], None
+        for group, flag in self._capturable:
+            group["capturable"] = flag
+        self._capturable = []
+        if failed:
+            self._step = self._active = None
+            for update in self.updates:
+                update.pending, update._bad = False, None
+                update._entered_in = None
+                update.optimizer.zero_grad(set_to_none=True)
+            return []
+        return deferred
 
     # -- internals ------------------------------------------------------------
     def _bound(self, what: str) -> "Trainer":

@@ -43,6 +43,7 @@ from .plugins import PluginHost, env_flag, get_plugins, make_tracer
 from .provenance import pins_for
 from .rundir import RunDir, latest_run
 from .runlock import RunLock, describe_holder
+from .stepgraph import check_mode as check_graph_mode
 from .trainer import Trainer, check_trainer_class
 
 
@@ -301,12 +302,13 @@ def check_before_run_dir(config: CoreConfig, host: PluginHost) -> None:
     if config.trainer is None:
         names = ", ".join(host.registry.names("trainer")) or "none installed"
         raise ConfigError(f"trainer: no trainer chosen; set 'trainer' in the config or use --trainer (installed: {names})")
-    resolve_device(config.run.device)  # an unavailable device (cuda on a machine without one) is one line, no run dir
+    device = resolve_device(config.run.device)  # an unavailable device (cuda without one): one line, no run dir
     registry = host.registry.pinned(pins_for(config))  # bare names resolve as the config recorded them
     component = registry.get("trainer", config.trainer, key="trainer")
     trainer_cls = component.load()
     if isinstance(trainer_cls, type) and issubclass(trainer_cls, Trainer):
         check_trainer_class(trainer_cls, f"trainer '{component.name}' ({component.provided_by})")
+        check_graph_mode(config, trainer_cls, device.type)
     check = getattr(trainer_cls, "check_config", None)
     if callable(check):
         check(config, registry)

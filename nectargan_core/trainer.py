@@ -30,6 +30,7 @@ from .metrics import MetricsLog
 from .runlock import RunLostError
 from .rundir import RunDir
 from .signals import leave_stopping_to_main
+from .stepgraph import step_runner
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import ComponentChoice, CoreConfig
@@ -60,7 +61,7 @@ ENGINE_STATE = frozenset({
     "epochs_done", "global_step", "batch_in_epoch", "best_value", "stop_reason", "interrupted", "metrics_log",
     "last_checkpoint", "records_dropped", "summary", "_run_lock", "_interval", "_interval_steps", "_epoch_sums",
     "_epoch_steps", "_started", "_finished", "_saved_at", "_start_time", "_warned_best", "_stop_request",
-    "_checkpoint_due", "_ending_epoch",
+    "_checkpoint_due", "_ending_epoch", "step_graphs",
 })
 #: The methods a trainer overrides (docs/plugins/trainer-api.md); Trainer's other methods are the engine's.
 OVERRIDABLE = frozenset({"setup", "train_dataloader", "check_config", "generator_spec", "describe", "prepare_step",
@@ -181,6 +182,8 @@ class Trainer:
         #: While an epoch ends (validation, on_epoch_end): how many batches it trained and how many metrics
         #: records there were before its end; None otherwise.
         self._ending_epoch: tuple[int, int] | None = None
+        #: Runs each training step: eagerly, or captured and replayed as a CUDA graph (set by prepare()).
+        self.step_graphs: Any = None
 
     # -- for subclasses --------------------------------------------------
     @classmethod
@@ -340,12 +343,17 @@ class Trainer:
         if self.dist.enabled:
             device += f", {self.dist.world_size} processes ({self.dist.backend})"
         run = self.config.run
-        return {
+        rows = {
             "trainer": self.name,
             "device": device,
             "schedule": f"{schedule}; {validation}; {saves}",
             "seed": f"{run.seed}" + (", deterministic algorithms" if run.deterministic else ""),
         }
+        if self.device.type == "cuda":
+            rows["cuda graphs"] = self.step_graphs.decision.text if self.step_graphs is not None else "off"
+            rows["tf32"] = ("off (run.deterministic)" if run.deterministic
+                            else "on for fp32 convolutions and matrix products; cudnn.benchmark on")
+        return rows
 
     def position_text(self) -> str:
         """Where the loop stands, with epochs counted from 1 as the console counts them.
@@ -392,6 +400,7 @@ class Trainer:
                 self._shard(self.train_loader)
             if not self.hook.train_step.get_hookimpls():
                 raise PluginError(f"trainer '{self.name}' does not implement the train_step hook")
+            self.step_graphs = step_runner(self)
 
     def _shard(self, loader: Any) -> None:
         """Give each process its share of every epoch (the sampler must be a ResumableSampler)."""
@@ -614,7 +623,7 @@ class Trainer:
         for batch in self._epoch_loader(epoch):
             batch_idx = self.batch_in_epoch
             self.prepare_step(batch, batch_idx)
-            outputs = self.hook.train_step(trainer=self, batch=batch, batch_idx=batch_idx)
+            outputs = self.step_graphs(batch, batch_idx)  # the train_step hook, eager or replayed as a CUDA graph
             if outputs is None:
                 raise PluginError(f"train_step of trainer '{self.name}' returned None; return a mapping of losses")
             self.global_step += 1

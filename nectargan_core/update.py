@@ -215,8 +215,13 @@ class Update:
         left_out = optimizer_step(self.optimizer, self.parameters, scaler=self.scaler, clip=self.clip, bad=bad)
         if left_out is not None:  # only the gradients were not finite: counted, and the batch undone like a bad loss
             gradients_only = left_out * (~bad).float()
-            self.skipped = gradients_only if self.skipped is None else self.skipped + gradients_only
+            if self.skipped is None:
+                self.skipped = torch.zeros((), device=gradients_only.device)
+            self.skipped.add_(gradients_only)  # in place, so that a captured step counts into the same tensor
             if self.kit._step is not None:
                 self.kit._step.flags.append(left_out.bool())
         if self.scheduler is not None and self.scheduler_unit == "step":
-            self.scheduler.step()
+            if self.kit._deferred is not None:  # being captured: stepped after every replay instead
+                self.kit._deferred.append(self.scheduler.step)
+            else:
+                self.scheduler.step()

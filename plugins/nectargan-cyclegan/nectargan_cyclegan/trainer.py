@@ -115,7 +115,7 @@ class CycleGANTrainer(Trainer):
         self.sched_G, self.sched_D, self.lr_units = make_lr_schedulers(self, self.opt_G, self.opt_D,
                                                                        ("sched_G", "sched_D"))
 
-        self.precision = Precision(precision.amp, self.device)
+        self.precision = Precision.for_trainer(self)
         self.scaler_G = self.track("scaler_G", self.precision.scaler())
         self.scaler_D = self.track("scaler_D", self.precision.scaler())
         objective = self.registry.get("loss", loss.gan_mode).load()(**loss.gan_options)

@@ -103,7 +103,7 @@ class Pix2pixTrainer(Trainer):
         self.sched_g, self.sched_d, self.lr_units = make_lr_schedulers(self, self.opt_g, self.opt_d,
                                                                        ("sched_g", "sched_d"))
 
-        self.precision = Precision(cfg.precision.amp, self.device)
+        self.precision = Precision.for_trainer(self)
         self.scaler_g = self.track("scaler_g", self.precision.scaler())
         self.scaler_d = self.track("scaler_d", self.precision.scaler())
         self.losses = self.track("losses", LossManager(
@@ -185,6 +185,14 @@ class Pix2pixTrainer(Trainer):
         """D as a function of B alone, given ``a`` (for the gradient penalty): called as ``judge`` calls it."""
         d = self.discriminator
         return (lambda b: d(a, b)) if self.conditional else d
+
+    def prepare_step(self, batch: dict[str, Any], batch_idx: int) -> None:
+        self.losses.set_position(self.epoch, self.global_step)  # scheduled loss weights read it
+
+    def graph_key(self, batch_idx: int) -> Any:
+        """What the step's Python decides: which networks update (d_every, g_every) and the loss weights."""
+        optim, step = self.config.optim, self.global_step
+        return (step % optim.d_every == 0, step % optim.g_every == 0, tuple(self.losses.weights().items()))
 
     @hookimpl
     def train_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, Any]:

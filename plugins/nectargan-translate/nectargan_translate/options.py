@@ -86,13 +86,17 @@ class PrecisionSection(Section):
     """Numeric precision and memory layout."""
 
     amp: Literal["auto", "off", "bf16", "fp16"] = Field(
-        "auto", description="Autocast: auto (cuda: bf16 where supported, else fp16; cpu and mps: off), off, "
-                            "bf16, fp16")
+        "auto", description="Autocast: auto (cuda: bf16 (fp16 without bf16) when the step is replayed as a CUDA "
+                            "graph or has at least 1 Mpixel per step, else fp32; cpu and mps: off), off, bf16, fp16")
     channels_last: bool = Field(False, description="Use the channels_last memory format for networks and batches")
     compile: Literal["off", "default", "reduce-overhead", "max-autotune"] = Field(
         "off", description="torch.compile G and D for the training step (a torch.compile mode), or off (eager)")
     compile_backend: Literal["inductor", "aot_eager", "eager"] = Field(
         "inductor", description="torch.compile backend when compile is on (aot_eager: no C++ compiler needed)")
+    cuda_graphs: Literal["auto", "on", "off"] = Field(
+        "auto", description="Capture the whole training step as one CUDA graph and replay it: auto (on CUDA where "
+                            "safe: one process, no gradient accumulation, compile off), on (refuse a run where it "
+                            "cannot), off")
 
 
 def registered_metrics(names: list[str], info: ValidationInfo) -> list[str]:

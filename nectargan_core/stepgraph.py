@@ -1,0 +1,352 @@
+"""CUDA-graph replay of the training step: a whole step launched as one graph.
+
+At the batch sizes pix2pix and CycleGAN train with (1 in the reference), a
+GAN step is hundreds of small kernels and the GPU waits on Python to launch
+them: on an H200 the reference's pix2pix step took 13.8 ms eager and 4.5 ms
+replayed as one CUDA graph (docs/performance.md). So the engine captures one
+call of the trainer's ``train_step`` hook (forward passes, every update of
+the trainer kit, the optimizer steps, the GradScaler, the device-side
+non-finite skip) after a few eager warm-up steps, and replays it for later
+batches, whose tensors are first copied into the captured step's static
+input buffers.
+
+A replay runs no Python, so a step replays the Python decisions made when it
+was captured. What may change those decisions selects the graph (its *key*):
+the batch's tensor shapes, the optimizers' settings (a learning rate a
+schedule changed), and ``Trainer.graph_key`` (``global_step % d_every``, a
+scheduled loss weight). A step with a new key is captured anew; one whose key
+changes at almost every step (a per-step LR schedule) runs eagerly. Host-side
+per-step work (draws for the CycleGAN image pools) belongs in
+``Trainer.prepare_step``, which always runs eagerly. A step that cannot be
+captured (a host read such as ``.item()``, an optimizer without a capturable
+mode) runs eagerly from then on, with one line saying why.
+
+Torch is imported lazily by the runner: deciding the mode needs none.
+"""
+
+from __future__ import annotations
+
+import collections
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from .errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+    from .trainer import Trainer
+
+#: The values of ``precision.cuda_graphs``.
+MODES = ("auto", "on", "off")
+#: Eager steps of a batch shape before its first capture: optimizer state, cuDNN autotuning and lazily made
+#: buffers (the image pools) exist by then, so the capture records steady-state work only.
+WARMUP_STEPS = 3
+#: Graphs kept at once (least recently used dropped first): the full batch and a short last batch, each
+#: in a couple of variants (d_every/g_every phases); each holds its own GPU memory for the step's activations.
+MAX_GRAPHS = 4
+#: Graphs kept per batch shape: a new learning rate replaces the graph of the old one.
+MAX_GRAPHS_PER_SHAPE = 2
+#: More captures than this within RECAPTURE_WINDOW steps: the key changes too often for graphs to pay off.
+MAX_RECAPTURES = 6
+RECAPTURE_WINDOW = 200
+#: Optimizer settings that do not change what a step computes (the kernel choice) or that the runner sets.
+_NOT_IN_KEY = frozenset({"params", "param_names", "capturable", "fused", "foreach", "differentiable", "initial_lr"})
+
+
+@dataclass(frozen=True)
+class GraphDecision:
+    """Whether the step is captured, and why (the start summary prints ``text``)."""
+
+    enabled: bool
+    reason: str
+
+    @property
+    def text(self) -> str:
+        return ("on: " if self.enabled else "off: ") + self.reason
+
+
+def configured_mode(config: Any) -> str:
+    """``precision.cuda_graphs`` of ``config``; ``auto`` for a trainer whose config has no such key."""
+    mode = getattr(getattr(config, "precision", None), "cuda_graphs", "auto")
+    return mode if mode in MODES else "auto"
+
+
+def decide(mode: str, *, device_type: str, distributed: bool, accumulate: int, on_kit: bool,
+           compiled: bool = False) -> GraphDecision:
+    """The capture mode of a run: ``auto`` captures where it is safe; ``on`` refuses what is not.
+
+    ``on_kit``: the trainer declares a TrainerKit (the kit defers LR schedules
+    to after each replay and makes its optimizers capturable).
+    """
+    if mode not in MODES:
+        raise ConfigError(f"precision.cuda_graphs: {mode!r} is not one of {', '.join(MODES)}")
+    if mode == "off":
+        return GraphDecision(False, "precision.cuda_graphs is off")
+    blockers = []
+    if device_type != "cuda":
+        blockers.append(f"CUDA graphs need a CUDA device (this run trains on {device_type})")
+    if distributed:
+        blockers.append("a distributed run (DDP) synchronises gradients from Python hooks")
+    if accumulate > 1:
+        blockers.append("gradient accumulation carries gradients from one step to the next")
+    if not on_kit:
+        blockers.append("the trainer does not use the TrainerKit (its updates are not known to the engine)")
+    if compiled:
+        blockers.append("precision.compile is on (torch.compile manages its own graphs)")
+    if not blockers:
+        return GraphDecision(True, f"the step is captured after {WARMUP_STEPS} warm-up steps and replayed")
+    if mode == "on":
+        raise ConfigError(f"precision.cuda_graphs=on: {blockers[0]}; use auto (captures where it can) or off")
+    return GraphDecision(False, blockers[0])
+
+
+def planned(config: Any, device_type: str, world_size: int = 1, accumulate: int = 1) -> bool:
+    """Whether a run of ``config`` will capture its step (before the trainer is built; no errors).
+
+    For choices that depend on it, such as ``precision.amp: auto`` (bf16
+    pays off for a replayed step, not for an eager one at batch 1).
+    """
+    compiled = getattr(getattr(config, "precision", None), "compile", "off") not in ("off", None)
+    try:
+        return decide(configured_mode(config), device_type=device_type, distributed=world_size > 1,
+                      accumulate=accumulate, on_kit=True, compiled=compiled).enabled
+    except ConfigError:
+        return False
+
+
+def check_mode(config: Any, trainer_cls: type, device_type: str) -> None:
+    """Refuse ``precision.cuda_graphs: on`` for a run that cannot capture, before its run directory exists."""
+    if configured_mode(config) != "on":
+        return
+    from .kit import TrainerKit
+
+    on_kit = any(isinstance(value, TrainerKit) for cls in trainer_cls.__mro__ for value in vars(cls).values())
+    precision = getattr(config, "precision", None)
+    decide("on", device_type=device_type, distributed=False,
+           accumulate=getattr(getattr(config, "optim", None), "gradient_accumulation", 1), on_kit=on_kit,
+           compiled=getattr(precision, "compile", "off") not in ("off", None))
+
+
+# -- the runner ------------------------------------------------------------------
+def batch_signature(value: Any) -> Any:
+    """A hashable description of a batch's structure and tensor shapes (what a capture depends on)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return ("T", tuple(value.shape), str(value.dtype), value.is_contiguous())
+    if isinstance(value, Mapping):
+        return ("M", tuple((k, batch_signature(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return ("L", tuple(batch_signature(v) for v in value))
+    return ("V", type(value).__name__)
+
+
+def optimizer_key(optimizers: list[Any]) -> tuple[Any, ...]:
+    """The optimizers' settings a captured step has baked in (learning rates, betas, ...)."""
+    import torch
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return None  # read on the device at every replay: it may change freely
+        if isinstance(value, list):
+            return tuple(plain(v) for v in value)
+        return value
+
+    return tuple(tuple(tuple(sorted((k, plain(v)) for k, v in group.items() if k not in _NOT_IN_KEY))
+                       for group in opt.param_groups) for opt in optimizers)
+
+
+def clone_outputs(outputs: Mapping[str, Any]) -> dict[str, Any]:
+    """Copies of a replayed step's outputs: the next replay overwrites the captured ones.
+
+    The 0-dim float tensors (losses) are copied with one kernel.
+    """
+    import torch
+
+    scalars = [k for k, v in outputs.items() if isinstance(v, torch.Tensor) and v.dim() == 0
+               and v.dtype == torch.float32]
+    copied: dict[str, Any] = dict(outputs)
+    if scalars:
+        for key, value in zip(scalars, torch.stack([outputs[k] for k in scalars]).unbind()):
+            copied[key] = value
+    for key, value in outputs.items():
+        if key not in scalars and isinstance(value, torch.Tensor):
+            copied[key] = value.clone()
+    return copied
+
+
+def _static_copy(value: Any, device: Any) -> Any:
+    """The capture's input buffers: every tensor of the batch, on the training device, owned by the runner."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device, copy=True)
+    if isinstance(value, Mapping):
+        return {k: _static_copy(v, device) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in value):
+        return type(value)(_static_copy(v, device) for v in value)
+    return value
+
+
+def _fill(static: Any, value: Any) -> None:
+    import torch
+
+    if isinstance(static, torch.Tensor):
+        static.copy_(value, non_blocking=True)
+    elif isinstance(static, Mapping):
+        for key, item in static.items():
+            _fill(item, value[key])
+    elif isinstance(static, (list, tuple)):
+        for item, new in zip(static, value):
+            _fill(item, new)
+
+
+@dataclass
+class _Captured:
+    graph: Any
+    inputs: Any
+    outputs: Mapping[str, Any]
+    after: list[Callable[[], Any]]  # Python work the step did at capture time, redone after every replay
+
+
+class StepGraphs:
+    """Runs a trainer's steps: eagerly, or by capturing and replaying them (see the module's doc)."""
+
+    def __init__(self, trainer: "Trainer", decision: GraphDecision, *, warmup: int = WARMUP_STEPS) -> None:
+        self.trainer = trainer
+        self.decision = decision
+        self.warmup = warmup
+        self.graphs: "collections.OrderedDict[Any, _Captured]" = collections.OrderedDict()
+        self.seen: collections.Counter[Any] = collections.Counter()
+        self.capture_steps: collections.deque[int] = collections.deque(maxlen=MAX_RECAPTURES + 1)
+        #: Steps run each way since the start of the run (for the benchmark and the tests).
+        self.replays = 0
+        self.eager = 0
+        self._stream: Any = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.decision.enabled
+
+    def __call__(self, batch: Any, batch_idx: int) -> Any:
+        trainer = self.trainer
+        if not self.enabled:
+            self.eager += 1
+            return trainer.hook.train_step(trainer=trainer, batch=batch, batch_idx=batch_idx)
+        shapes = batch_signature(batch)
+        key = (shapes, optimizer_key(self._optimizers()), trainer.graph_key(batch_idx))
+        captured = self.graphs.get(key)
+        if captured is not None:
+            self.graphs.move_to_end(key)
+            return self._replay(captured, batch)
+        if self.seen[shapes] < self.warmup:
+            self.seen[shapes] += 1
+            return self._eager_on_side_stream(batch, batch_idx)
+        return self._capture(key, batch, batch_idx)
+
+    # -- the three ways to run a step ----------------------------------------------
+    def _eager_on_side_stream(self, batch: Any, batch_idx: int) -> Any:
+        """A warm-up step, on the stream captures use (as torch's graph docs ask)."""
+        import torch
+
+        trainer, stream = self.trainer, self._side_stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            outputs = trainer.hook.train_step(trainer=trainer, batch=batch, batch_idx=batch_idx)
+        torch.cuda.current_stream().wait_stream(stream)
+        self.eager += 1
+        return outputs
+
+    def _replay(self, captured: _Captured, batch: Any) -> Any:
+        _fill(captured.inputs, batch)
+        captured.graph.replay()
+        for action in captured.after:
+            action()
+        self.replays += 1
+        return clone_outputs(captured.outputs)
+
+    def _capture(self, key: Any, batch: Any, batch_idx: int) -> Any:
+        import torch
+
+        trainer = self.trainer
+        step = trainer.global_step
+        window = [s for s in self.capture_steps if step - s < RECAPTURE_WINDOW]
+        if len(window) >= MAX_RECAPTURES:
+            self._give_up(f"the step changed {len(window) + 1} times within {RECAPTURE_WINDOW} steps (a learning "
+                          "rate or loss weight scheduled per step, or a graph_key that changes every step), so "
+                          "each capture would replay only a few times")
+            return self(batch, batch_idx)
+        self.capture_steps.append(step)
+        same_shape = [k for k in self.graphs if k[0] == key[0]]
+        for old in same_shape[:max(0, len(same_shape) - MAX_GRAPHS_PER_SHAPE + 1)]:
+            del self.graphs[old]  # least recently used first: its memory goes back before the capture
+        while len(self.graphs) >= MAX_GRAPHS:
+            self.graphs.popitem(last=False)
+        inputs = _static_copy(batch, trainer.device)
+        kits = self._kits()
+        graph = torch.cuda.CUDAGraph()
+        for kit in kits:
+            kit.begin_capture()
+        failure: BaseException | None = None
+        outputs: Any = None
+        stream = self._side_stream()
+        # torch.cuda.graph() without its gc.collect() and empty_cache(): a re-capture (a new learning rate
+        # each epoch) should cost about one step, not a garbage collection of the whole process.
+        torch.cuda.synchronize(trainer.device)
+        try:
+            with torch.cuda.stream(stream):
+                graph.capture_begin(capture_error_mode="thread_local")
+                try:
+                    outputs = trainer.hook.train_step(trainer=trainer, batch=inputs, batch_idx=batch_idx)
+                finally:
+                    graph.capture_end()
+        except Exception as exc:  # noqa: BLE001 - any failure to capture means: run eagerly
+            failure = exc
+        finally:
+            after = [action for kit in kits for action in kit.end_capture(failed=failure is not None)]
+        torch.cuda.current_stream().wait_stream(stream)
+        if failure is not None or outputs is None:
+            reason = str(failure).strip().splitlines()[0] if failure is not None and str(failure).strip() else \
+                type(failure).__name__ if failure is not None else "train_step returned None"
+            self._give_up(f"capturing the step failed ({reason[:200]})")
+            return self(batch, batch_idx)  # nothing of the captured step ran: run this batch eagerly
+        captured = _Captured(graph, inputs, outputs, after)
+        self.graphs[key] = captured
+        return self._replay(captured, batch)
+
+    # -- helpers -------------------------------------------------------------------
+    def _give_up(self, reason: str) -> None:
+        self.graphs.clear()
+        self.decision = GraphDecision(False, reason + "; training goes on eagerly")
+        if self.trainer.is_main:
+            print(f"warning: precision.cuda_graphs: {self.decision.reason}", file=sys.stderr)
+
+    def _side_stream(self) -> Any:
+        import torch
+
+        if self._stream is None:
+            self._stream = torch.cuda.Stream(device=self.trainer.device)
+        return self._stream
+
+    def _kits(self) -> list[Any]:
+        from .kit import kits_of
+
+        return kits_of(self.trainer)
+
+    def _optimizers(self) -> list[Any]:
+        return [update.optimizer for kit in self._kits() for update in kit.updates]
+
+
+def step_runner(trainer: "Trainer") -> StepGraphs:
+    """The runner of ``trainer``'s steps, with the mode its config and set-up allow."""
+    from .kit import kits_of
+
+    kits = kits_of(trainer)
+    decision = decide(configured_mode(trainer.config), device_type=trainer.device.type,
+                      distributed=trainer.dist.enabled, accumulate=max((k.accumulate for k in kits), default=1),
+                      on_kit=bool(kits),
+                      compiled=getattr(getattr(trainer.config, "precision", None), "compile", "off")
+                      not in ("off", None))
+    return StepGraphs(trainer, decision)

@@ -1,0 +1,301 @@
+"""The step runner (nectargan_core.stepgraph) on a CPU: the mode it chooses and why, and its capture logic.
+
+Real CUDA graphs need a GPU (tests/kit/test_stepgraph_cuda.py, run by the
+prepared GPU script). Here the CUDA graph API is replaced by a recording fake
+whose capture runs the step once, as capture does with Python, and whose
+replay runs nothing, as a replay runs no Python: what the runner does around
+them (warm-up, keys, static inputs, deferred schedules, copies of outputs,
+re-captures, giving up) is checked on the kit's test trainer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import kitgan_plugin
+from nectargan_core import Run
+from nectargan_core.errors import ConfigError
+from nectargan_core.stepgraph import (MAX_GRAPHS, MAX_GRAPHS_PER_SHAPE, MAX_RECAPTURES, WARMUP_STEPS, GraphDecision, StepGraphs,
+                                      batch_signature, clone_outputs, decide, optimizer_key, planned)
+
+
+# -- the decision ------------------------------------------------------------------
+SAFE = dict(device_type="cuda", distributed=False, accumulate=1, on_kit=True, compiled=False)
+
+
+def test_auto_captures_a_safe_run():
+    decision = decide("auto", **SAFE)
+    assert decision.enabled and decision.text.startswith("on: ")
+    assert f"{WARMUP_STEPS} warm-up steps" in decision.reason
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"device_type": "cpu"}, "need a CUDA device (this run trains on cpu)"),
+    ({"distributed": True}, "distributed run"),
+    ({"accumulate": 4}, "gradient accumulation"),
+    ({"on_kit": False}, "does not use the TrainerKit"),
+    ({"compiled": True}, "precision.compile is on"),
+])
+def test_auto_runs_eagerly_where_capture_is_not_safe_and_on_refuses(change, words):
+    decision = decide("auto", **{**SAFE, **change})
+    assert not decision.enabled and words in decision.reason and decision.text.startswith("off: ")
+    with pytest.raises(ConfigError) as err:
+        decide("on", **{**SAFE, **change})
+    message = str(err.value)
+    assert message.startswith("precision.cuda_graphs=on: ") and words in message and "\n" not in message
+    assert "use auto" in message
+
+
+def test_off_is_off_and_unknown_modes_are_refused():
+    assert decide("off", **SAFE) == GraphDecision(False, "precision.cuda_graphs is off")
+    with pytest.raises(ConfigError, match="'sometimes' is not one of auto, on, off"):
+        decide("sometimes", **SAFE)
+
+
+def test_planned_reads_the_config_and_never_raises():
+    class Precision:
+        cuda_graphs, compile = "on", "off"
+
+    class Config:
+        precision = Precision()
+
+    assert planned(Config(), "cuda") and not planned(Config(), "cpu")  # "on" on a CPU: no error, not planned
+    assert not planned(Config(), "cuda", world_size=2) and not planned(Config(), "cuda", accumulate=2)
+    Precision.compile = "default"
+    assert not planned(Config(), "cuda")
+    assert planned(object(), "cuda")  # a config without precision.cuda_graphs: auto
+
+
+# -- the pieces of a key and of a replay -----------------------------------------------
+def test_batch_signature_tells_shapes_dtypes_and_structure_apart():
+    a = {"A": torch.zeros(2, 3, 8, 8), "B": torch.zeros(2, 3, 8, 8), "path": ["x", "y"]}
+    same = {"A": torch.ones(2, 3, 8, 8), "B": torch.ones(2, 3, 8, 8), "path": ["p", "q"]}
+    assert batch_signature(a) == batch_signature(same)  # values and names do not matter
+    short = {**a, "A": torch.zeros(1, 3, 8, 8), "B": torch.zeros(1, 3, 8, 8)}
+    half = {**a, "A": torch.zeros(2, 3, 8, 8, dtype=torch.float16)}
+    strided = {**a, "A": torch.zeros(2, 8, 8, 3).permute(0, 3, 1, 2)}
+    assert len({batch_signature(b) for b in (a, short, half, strided)}) == 4
+
+
+def test_optimizer_key_changes_with_the_learning_rate_only():
+    param = torch.nn.Parameter(torch.zeros(3))
+    opt = torch.optim.Adam([param], lr=0.1)
+    before = optimizer_key([opt])
+    opt.param_groups[0]["capturable"] = True  # set by the kit while capturing: not a setting of the step
+    assert optimizer_key([opt]) == before
+    opt.param_groups[0]["lr"] = 0.05
+    assert optimizer_key([opt]) != before
+    hash(optimizer_key([opt]))
+
+
+def test_clone_outputs_copies_every_tensor_and_keeps_the_rest():
+    outputs = {"G/l1": torch.tensor(1.5), "D/gan": torch.tensor(0.25), "image": torch.ones(2, 2), "count": 3,
+               "half": torch.tensor(2.0, dtype=torch.float16)}
+    copied = clone_outputs(outputs)
+    assert set(copied) == set(outputs) and copied["count"] == 3
+    for key in ("G/l1", "D/gan", "image", "half"):
+        assert torch.equal(copied[key], outputs[key]) and copied[key].data_ptr() != outputs[key].data_ptr()
+    outputs["G/l1"].fill_(9.0)  # the next replay overwrites the captured outputs: the copies keep their values
+    assert copied["G/l1"].item() == 1.5
+
+
+# -- the runner, on a fake CUDA graph API -------------------------------------------------
+class FakeGraph:
+    made: list["FakeGraph"] = []
+
+    def __init__(self):
+        self.replays = 0
+        FakeGraph.made.append(self)
+
+    def replay(self):
+        self.replays += 1
+
+
+class FakeStream:
+    def __init__(self, device=None):
+        pass
+
+    def wait_stream(self, other):
+        pass
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """torch.cuda's graph API as a recorder: capture runs the Python once; replay runs nothing."""
+    FakeGraph.made = []
+    fail = {"with": None}
+
+    def capture_end(self):
+        if fail["with"] is not None:
+            raise fail["with"]
+
+    FakeGraph.capture_begin = lambda self, capture_error_mode=None: None
+    FakeGraph.capture_end = capture_end
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", FakeGraph)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(torch.cuda, "Stream", FakeStream)
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a: FakeStream())
+    return fail
+
+
+def kitgan_trainer(host, tmp_path: Path, **kitgan):
+    config = {
+        "trainer": "kitgan",
+        "run": {"output_dir": str(tmp_path / "runs"), "device": "cpu", "seed": 3},
+        "loop": {"epochs": 1, "log_every_steps": 1, "val_every_epochs": None},
+        "checkpoint": {"every_epochs": None, "save_last": False},
+        "visualizers": [],
+        "kitgan": {"implementation": "single", **kitgan},  # the fake runs nothing: no capturable kernel needed
+    }
+    trainer = Run.create(config, host=host).trainer
+    trainer.prepare()
+    return trainer
+
+
+@pytest.fixture
+def host(nectargan_plugin_host):
+    return nectargan_plugin_host(kitgan_plugin)
+
+
+def batches(trainer, n):
+    loader = iter(trainer.train_loader)
+    return [next(loader) for _ in range(n)]
+
+
+def test_a_cpu_run_steps_eagerly_and_says_nothing_about_graphs(host, tmp_path):
+    trainer = kitgan_trainer(host, tmp_path)
+    assert trainer.step_graphs.decision == decide("auto", device_type="cpu", distributed=False, accumulate=1,
+                                                  on_kit=True)
+    assert "cuda graphs" not in trainer.describe()  # a CPU run has no such row
+    trainer.fit()
+    assert trainer.step_graphs.eager == trainer.global_step > 0 and trainer.step_graphs.replays == 0
+
+
+def test_warm_up_then_one_capture_then_replays_into_the_static_inputs(host, tmp_path, fake_cuda):
+    trainer = kitgan_trainer(host, tmp_path, samples=16, batch_size=2)
+    runner = StepGraphs(trainer, GraphDecision(True, "test"))
+    data = batches(trainer, 8)
+    outputs = []
+    for i, batch in enumerate(data):
+        outputs.append(runner(batch, i))
+        trainer.global_step += 1
+    assert runner.eager == WARMUP_STEPS and len(FakeGraph.made) == 1
+    assert runner.replays == len(data) - WARMUP_STEPS and FakeGraph.made[0].replays == runner.replays
+    captured = next(iter(runner.graphs.values()))
+    for static, given in zip(captured.inputs, data[-1]):  # the last batch was copied into the capture's buffers
+        assert torch.equal(static, given) and static.data_ptr() != given.data_ptr()
+    replayed = outputs[-2:]
+    assert all(set(o) == set(replayed[0]) for o in replayed)  # the step's keys, every time
+    assert replayed[0]["G"].data_ptr() != replayed[1]["G"].data_ptr()  # copies, not the static outputs
+
+
+def test_a_new_shape_warms_up_and_is_captured_on_its_own(host, tmp_path, fake_cuda):
+    trainer = kitgan_trainer(host, tmp_path, samples=16, batch_size=2)
+    runner = StepGraphs(trainer, GraphDecision(True, "test"))
+    full = batches(trainer, 1)[0]
+    short = [t[:1] for t in full]
+    for i in range(WARMUP_STEPS + 2):
+        runner(full, i)
+    for i in range(WARMUP_STEPS + 2):
+        runner(short, i)
+    assert len(runner.graphs) == 2 and runner.eager == 2 * WARMUP_STEPS and runner.replays == 4
+    runner(full, 0)  # the first graph is still there
+    assert len(FakeGraph.made) == 2 and runner.replays == 5
+
+
+def test_a_changed_learning_rate_is_a_new_capture_and_graphs_are_bounded(host, tmp_path, fake_cuda):
+    trainer = kitgan_trainer(host, tmp_path, samples=16, batch_size=2)
+    runner = StepGraphs(trainer, GraphDecision(True, "test"))
+    batch = batches(trainer, 1)[0]
+    optimizer = trainer.kit.updates[0].optimizer
+    for i in range(WARMUP_STEPS + 1):
+        runner(batch, i)
+    for change in range(MAX_GRAPHS + 1):  # one new learning rate per "epoch", many steps each
+        optimizer.param_groups[0]["lr"] *= 0.5
+        for i in range(3):
+            runner(batch, i)
+        trainer.global_step += RECAPTURE_GAP
+    # each new learning rate is a capture; the graph of the one before last goes (two per batch shape)
+    assert len(FakeGraph.made) == MAX_GRAPHS + 2 and len(runner.graphs) == MAX_GRAPHS_PER_SHAPE and runner.enabled
+    assert runner.replays == 1 + (MAX_GRAPHS + 1) * 3  # a capture replays at once for its own batch
+
+
+RECAPTURE_GAP = 100  # steps between the learning-rate changes above: captures far apart are fine
+
+
+def test_a_key_that_changes_every_step_gives_up_graphs_with_one_line(host, tmp_path, fake_cuda, capsys):
+    trainer = kitgan_trainer(host, tmp_path, samples=16, batch_size=2)
+    runner = StepGraphs(trainer, GraphDecision(True, "test"))
+    batch = batches(trainer, 1)[0]
+    optimizer = trainer.kit.updates[0].optimizer
+    for i in range(WARMUP_STEPS):
+        runner(batch, i)
+    for i in range(MAX_RECAPTURES + 3):  # a per-step LR schedule
+        optimizer.param_groups[0]["lr"] *= 0.9
+        runner(batch, i)
+        trainer.global_step += 1
+    assert not runner.enabled and len(FakeGraph.made) == MAX_RECAPTURES and not runner.graphs
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("warning: precision.cuda_graphs: the step changed")
+    assert "training goes on eagerly" in err[0]
+    eager = runner.eager
+    runner(batch, 0)
+    assert runner.eager == eager + 1
+
+
+def test_step_unit_schedules_are_stepped_after_every_replay_not_in_the_graph(host, tmp_path, fake_cuda):
+    trainer = kitgan_trainer(host, tmp_path, samples=16, batch_size=2, lr_decay=0.9, lr_unit="step")
+    runner = StepGraphs(trainer, GraphDecision(True, "test"))
+    schedulers = [u.scheduler for u in trainer.kit.updates if u.scheduler is not None]
+    assert len(schedulers) == 1
+    batch = batches(trainer, 1)[0]
+    steps = WARMUP_STEPS + 4
+    for i in range(steps):
+        runner(batch, i)
+    assert all(s.last_epoch == steps for s in schedulers)  # once per step, captured or not
+    assert runner.replays == 4
+
+
+def test_a_failed_capture_runs_the_batch_eagerly_and_stays_eager(host, tmp_path, fake_cuda, capsys):
+    trainer = kitgan_trainer(host, tmp_path, samples=16, batch_size=2)
+    runner = StepGraphs(trainer, GraphDecision(True, "test"))
+    batch = batches(trainer, 1)[0]
+    for i in range(WARMUP_STEPS):
+        runner(batch, i)
+    fake_cuda["with"] = RuntimeError("CUDA error: operation not permitted when stream is capturing\nmore")
+    before = [p.detach().clone() for p in trainer.generator.parameters()]
+    outputs = runner(batch, 0)
+    assert "G" in outputs and not runner.enabled and runner.eager == WARMUP_STEPS + 1
+    assert any(not torch.equal(a, b) for a, b in zip(before, trainer.generator.parameters()))  # it really trained
+    assert all(not u.pending and u.optimizer.param_groups[0].get("capturable", False) is False
+               for u in trainer.kit.updates)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["warning: precision.cuda_graphs: capturing the step failed (CUDA error: operation not "
+                   "permitted when stream is capturing); training goes on eagerly"]
+
+
+def test_the_kit_leaves_cpu_optimizers_as_they_are_and_drops_a_failed_capture(host, tmp_path):
+    trainer = kitgan_trainer(host, tmp_path, implementation="foreach")
+    kit = trainer.kit
+    kit.begin_capture()  # CPU parameters: no capturable mode (tests/kit/test_stepgraph_cuda.py checks CUDA)
+    groups = [g for u in kit.updates for g in u.optimizer.param_groups]
+    assert all(g["capturable"] is False for g in groups) and kit._deferred == []
+    kit.updates[0].pending = True
+    kit._deferred.append(lambda: None)
+    assert kit.end_capture(failed=True) == [] and kit._deferred is None and not kit.updates[0].pending
+
+
+def test_skip_counts_accumulate_in_one_tensor_that_the_engine_reads_and_zeroes(host, tmp_path):
+    trainer = kitgan_trainer(host, tmp_path)
+    update = trainer.kit.updates[0]
+    update.skipped = torch.zeros(())
+    counter = update.skipped
+    counter.add_(2.0)
+    [(name, count)] = [c for c in trainer.kit.take_skips() if c[0] == update.name]
+    assert count.item() == 2.0 and update.skipped is counter and counter.item() == 0.0

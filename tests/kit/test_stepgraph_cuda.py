@@ -1,0 +1,125 @@
+"""Real CUDA graphs (nectargan_core.stepgraph) on the kit's test trainer: the same training as eager steps.
+
+Skipped without a GPU: the prepared GPU script (benchmarks/gpu_check.sh) runs
+this file on an H100/H200. KitGanTrainer is a third-party-style trainer on
+the TrainerKit that does nothing for graphs but declare ``graph_key`` for its
+poisoned step: each test trains it once with graphs and once eagerly from the
+same state and compares weights, optimizer state and logged losses.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import kitgan_plugin
+from nectargan_core import Run
+from nectargan_core.stepgraph import GraphDecision, StepGraphs
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
+
+#: MLP steps with the same kernels replay the same arithmetic; a little room for reduction order.
+ATOL = 1e-5
+
+
+@pytest.fixture
+def host(nectargan_plugin_host):
+    return nectargan_plugin_host(kitgan_plugin)
+
+
+def train(host, tmp_path: Path, name: str, graphs: bool, epochs: int = 3, **kitgan):
+    config = {
+        "trainer": "kitgan",
+        "run": {"output_dir": str(tmp_path / "runs"), "name": name, "device": "cuda", "seed": 3},
+        "loop": {"epochs": epochs, "log_every_steps": 1, "val_every_epochs": None},
+        "checkpoint": {"every_epochs": None, "save_last": False},
+        "visualizers": [],
+        "kitgan": {"samples": 32, "batch_size": 4, **kitgan},
+    }
+    trainer = Run.create(config, host=host).trainer
+    trainer.prepare()
+    assert trainer.step_graphs.enabled, trainer.step_graphs.decision.text  # auto on CUDA: on
+    if not graphs:
+        trainer.step_graphs = StepGraphs(trainer, GraphDecision(False, "eager reference"))
+    trainer.fit()
+    return trainer
+
+
+def compare(a, b) -> float:
+    worst = 0.0
+    for name in ("generator", "discriminator"):
+        for x, y in zip(a.stateful[name].state_dict().values(), b.stateful[name].state_dict().values()):
+            if x.is_floating_point():
+                worst = max(worst, (x - y).abs().max().item())
+    for name in ("opt_g", "opt_d"):
+        for sx, sy in zip(a.stateful[name].state_dict()["state"].values(),
+                          b.stateful[name].state_dict()["state"].values()):
+            assert float(sx["step"]) == float(sy["step"])
+            worst = max(worst, (sx["exp_avg"] - sy["exp_avg"]).abs().max().item())
+    return worst
+
+
+def losses(trainer):
+    return [(r["step"], r["losses"]) for r in trainer.metrics_log.records if r.get("kind") == "train"]
+
+
+@pytest.mark.parametrize("implementation", ["fused", "foreach", "single"])
+def test_graph_training_matches_eager(host, tmp_path, implementation):
+    graphed = train(host, tmp_path, "graph", True, implementation=implementation, norm=True)
+    eager = train(host, tmp_path, "eager", False, implementation=implementation, norm=True)
+    runner = graphed.step_graphs
+    assert runner.enabled and runner.replays >= graphed.global_step - 8, (runner.replays, runner.eager)
+    worst = compare(graphed, eager)
+    print(f"[graphs] kitgan {implementation}: {runner.replays} replays, {runner.eager} eager; max |diff| {worst:.3g}")
+    assert worst <= ATOL
+    for (s1, l1), (s2, l2) in zip(losses(graphed), losses(eager)):
+        assert s1 == s2 and abs(l1["G"] - l2["G"]) <= ATOL and abs(l1["D"] - l2["D"]) <= ATOL
+
+
+def test_step_unit_lr_schedule_keeps_its_meaning(host, tmp_path):
+    """A per-step LR changes the key every step: the runner gives up graphs and trains eagerly, the same."""
+    graphed = train(host, tmp_path, "graph", True, implementation="fused", lr_decay=0.99, lr_unit="step")
+    eager = train(host, tmp_path, "eager", False, implementation="fused", lr_decay=0.99, lr_unit="step")
+    assert graphed.opt_g.param_groups[0]["lr"] == eager.opt_g.param_groups[0]["lr"]
+    assert compare(graphed, eager) <= ATOL
+    assert not graphed.step_graphs.enabled and "changed" in graphed.step_graphs.decision.reason
+
+
+def test_epoch_unit_lr_schedule_recaptures_per_epoch(host, tmp_path):
+    graphed = train(host, tmp_path, "graph", True, epochs=4, implementation="fused", lr_decay=0.5, lr_unit="epoch")
+    eager = train(host, tmp_path, "eager", False, epochs=4, implementation="fused", lr_decay=0.5, lr_unit="epoch")
+    assert graphed.step_graphs.enabled and graphed.step_graphs.replays > graphed.global_step // 2
+    assert graphed.opt_g.param_groups[0]["lr"] == eager.opt_g.param_groups[0]["lr"]
+    assert compare(graphed, eager) <= ATOL
+
+
+@pytest.mark.parametrize("nan_in", ["inputs", "loss", "gradients"])
+def test_nonfinite_skip_inside_the_graph(host, tmp_path, nan_in):
+    options = dict(implementation="fused", nan_at_step=12, nan_in=nan_in, norm=True)
+    graphed = train(host, tmp_path, "graph", True, **options)
+    graphed_skips = [r.get("skipped_updates") for r in graphed.metrics_log.records]
+    eager = train(host, tmp_path, "eager", False, **options)
+    assert compare(graphed, eager) <= ATOL
+    assert graphed_skips == [r.get("skipped_updates") for r in eager.metrics_log.records]
+
+
+def test_fp16_grad_scaler_inside_the_graph(host, tmp_path):
+    graphed = train(host, tmp_path, "graph", True, implementation="fused", fp16_scaler=True)
+    eager = train(host, tmp_path, "eager", False, implementation="fused", fp16_scaler=True)
+    assert graphed.step_graphs.replays > 0
+    assert graphed.scaler_g.get_scale() == eager.scaler_g.get_scale()
+    assert compare(graphed, eager) <= ATOL
+
+
+def test_capture_makes_optimizers_capturable_only_while_capturing(host, tmp_path):
+    trainer = train(host, tmp_path, "graph", True, epochs=1, implementation="foreach")
+    groups = [g for u in trainer.kit.updates for g in u.optimizer.param_groups]
+    assert trainer.step_graphs.replays > 0 and all(g["capturable"] is False for g in groups)
+    trainer.kit.begin_capture()
+    assert all(g["capturable"] is True for g in groups)
+    trainer.kit.end_capture()
+    assert all(g["capturable"] is False for g in groups)
+    steps = [s["step"] for u in trainer.kit.updates for s in u.optimizer.state.values()]
+    assert steps and all(s.device.type == "cuda" for s in steps)
