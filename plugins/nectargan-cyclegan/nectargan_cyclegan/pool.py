@@ -156,7 +156,12 @@ class ImagePool:
         return torch.cat(returned)
 
     def _allocate(self, like: torch.Tensor, device: torch.device) -> torch.Tensor:
-        """A zeroed buffer for ``size`` images like ``like``'s, in their memory format."""
+        """A buffer for ``size`` images like ``like``'s, in their memory format.
+
+        Zeroed, not empty: a step that fails between its plan and its query
+        leaves ``count`` ahead of the images written, and an emergency
+        checkpoint then saves zeros there, not whatever the memory held.
+        """
         channels_last = like.dim() == 4 and like.is_contiguous(memory_format=torch.channels_last) \
             and not like.is_contiguous()
         buffer = torch.zeros((self.size, *like.shape[1:]), dtype=like.dtype, device=device)
