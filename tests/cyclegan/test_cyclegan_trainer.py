@@ -128,7 +128,7 @@ class Poison:
 
     @hookimpl
     def on_train_batch_end(self, trainer):
-        pools = [list(p.images) for p in (trainer.fake_A_pool, trainer.fake_B_pool)]
+        pools = [[image.clone() for image in p.images] for p in (trainer.fake_A_pool, trainer.fake_B_pool)]
         self.after[trainer.global_step] = (weights(trainer), pools, trainer.pool_random.getstate())
 
 
@@ -148,7 +148,7 @@ def test_skip_leaves_a_nan_batch_out_of_the_weights_and_the_pools(tmp_path, data
             assert torch.equal(before[name][key], after[name][key]), (name, key)
     assert random_before == random_after
     for old, new in zip(pools_before, pools_after, strict=True):
-        assert len(old) == len(new) == 3 and all(a is b for a, b in zip(old, new))
+        assert len(old) == len(new) == 3 and all(torch.equal(a, b) for a, b in zip(old, new))
     final = spy.after[5]
     assert all(torch.isfinite(image).all() for pool in final[1] for image in pool)
     assert final[2] != random_after  # later steps draw again

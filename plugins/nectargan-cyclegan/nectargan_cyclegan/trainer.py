@@ -128,6 +128,7 @@ class CycleGANTrainer(Trainer):
         self.pool_random = self.track("pool_random", PoolRandom(cfg.run.seed))
         self.fake_A_pool = self.track("fake_A_pool", ImagePool(cfg.pool.size, self.pool_random, self.device))
         self.fake_B_pool = self.track("fake_B_pool", ImagePool(cfg.pool.size, self.pool_random, self.device))
+        self._pools_planned, self._pools_before = False, None
         self._examples: dict[str, torch.Tensor] | None = None
 
         # G's update trains G_A and G_B together (D_A, D_B frozen); D's trains D_A and D_B together.
@@ -173,23 +174,41 @@ class CycleGANTrainer(Trainer):
             loss = loss + self.objective.gradient_penalty(judge, real, fake)
         return loss
 
-    def _pool_state(self) -> tuple[list[torch.Tensor], list[torch.Tensor], Any]:
-        """What a step may change in the pools (their image lists and random state), for ``loop.nonfinite: skip``.
+    def prepare_step(self, batch: dict[str, Any], batch_idx: int) -> None:
+        """The pools' draws for this batch, on the host before the step (so a captured step replays them)."""
+        self._plan_pools(batch)
+        self._pools_planned = True
 
-        A query replaces list entries and never writes into a stored image, so shallow copies suffice.
+    def _plan_pools(self, batch: dict[str, Any]) -> None:
+        """Plan both pools' queries for ``batch`` in the order the step makes them: ``fake_B``'s, then ``fake_A``'s.
+
+        A pool sees the whole batch's fakes (every process's, see ImagePool.query); the batch at hand gives the
+        count, as an epoch's last batch may be smaller. Under ``loop.nonfinite: skip`` the pools and their random
+        state are saved first, so that a bad batch takes back its draws too.
         """
-        return list(self.fake_A_pool.images), list(self.fake_B_pool.images), self.pool_random.getstate()
+        self._pools_before = self._pool_state() if self.config.loop.nonfinite == "skip" else None
+        world = self.dist.world_size if self.dist.enabled else 1
+        self.fake_B_pool.plan(len(batch["A"]) * world)
+        self.fake_A_pool.plan(len(batch["B"]) * world)
 
-    def _restore_pools(self, state: tuple[list[torch.Tensor], list[torch.Tensor], Any]) -> None:
-        self.fake_A_pool.images, self.fake_B_pool.images = list(state[0]), list(state[1])
+    def _pool_state(self) -> tuple[Any, Any, Any]:
+        """What a step may change in the pools (their images and count, and the random state), for ``skip``."""
+        return self.fake_A_pool.snapshot(), self.fake_B_pool.snapshot(), self.pool_random.getstate()
+
+    def _restore_pools(self, state: tuple[Any, Any, Any]) -> None:
+        self.fake_A_pool.restore(state[0])
+        self.fake_B_pool.restore(state[1])
         self.pool_random.setstate(state[2])
 
     @hookimpl
     def train_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, Any]:
         cfg, autocast, gan = self.config.loss, self.precision.autocast, self.objective
         real_a, real_b = self._to_device(batch["A"]), self._to_device(batch["B"])
+        if not self._pools_planned:  # called on its own (a test, a benchmark), not by the engine
+            self._plan_pools(batch)
+        self._pools_planned = False
         with self.kit.step(batch_idx) as step:
-            pools = self._pool_state() if step.skip else None
+            pools = self._pools_before if step.skip else None
             with autocast():
                 fake_b = self._g_a(real_a)
                 rec_a = self._g_b(fake_b)
@@ -218,6 +237,8 @@ class CycleGANTrainer(Trainer):
                                                        self.fake_A_pool.query(fake_a, self.dist))
                     loss_d = loss_d_a + loss_d_b
                 self.update_d.backward(loss_d)
+        # A host read of the flags: under loop.nonfinite: skip this step cannot be captured in a CUDA graph, and
+        # the engine runs it eagerly.
         if pools is not None and step.flags and bool(self.dist.any_on_device(torch.stack(step.flags).any())):
             self._restore_pools(pools)  # the kit left the updates out; the pools forget the batch's fakes too
         losses = {"G/G_A": loss_g_a, "G/G_B": loss_g_b, "G/cycle_A": loss_cycle_a, "G/cycle_B": loss_cycle_b,
