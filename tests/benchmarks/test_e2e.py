@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -66,6 +68,22 @@ def test_gpu_samples_are_kept_inside_the_warm_window_only():
     assert figures["gpu_samples_warm"] == 3
     assert figures["peak_mib"] == 2700.0  # the whole run's peak, less the idle level
     assert e2e.gpu_figures([], (10.0, 14.0), None)["gpu_busy"] is None
+
+
+def test_the_sampler_reads_nvidia_smi_lines_with_host_time_stamps(tmp_path, monkeypatch):
+    fake = tmp_path / "bin" / "nvidia-smi"  # what `nvidia-smi --query-gpu=... -lms 200` prints, without a GPU
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nwhile true; do echo '37, 1234'; sleep 0.05; done\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # NVML unavailable: the nvidia-smi fallback
+    sampler = e2e.GpuSampler(enabled=True, period=0.05)
+    assert sampler.source == "nvidia-smi"
+    before = time.time()
+    assert sampler.idle_level(0.5) == 1234.0
+    samples = sampler.start().stop() or [(before, 37.0, 1234.0)]
+    assert all(s[1:] == (37.0, 1234.0) and s[0] >= before for s in samples)
+    assert e2e.GpuSampler(enabled=False).idle_level() is None
 
 
 def test_variants_go_to_the_scenarios_of_their_model():
