@@ -79,6 +79,12 @@ SMALL_LOG_EVERY_STEPS = 2
 #: The reference's loss names by model, as its print_current_losses writes them.
 REFERENCE_MODELS = {"pix2pix": "pix2pix", "cyclegan": "cycle_gan"}
 REFERENCE_PRESETS = {"pix2pix": "pix2pix-reference", "cyclegan": "cyclegan-reference"}
+#: Our loss keys (metrics.jsonl) and the reference's printed names for the same terms, to set the curves side by side.
+LOSS_NAMES = {
+    "pix2pix": {"G/gan": "G_GAN", "G/l1": "G_L1", "D/gan_d.real": "D_real", "D/gan_d.fake": "D_fake"},
+    "cyclegan": {f"{net}/{term}_{side}": f"{term}_{side}" for side in "AB"
+                 for net, term in (("D", "D"), ("G", "G"), ("G", "cycle"), ("G", "idt"))},
+}
 
 
 # -- scenarios and data ---------------------------------------------------------------------------
@@ -599,7 +605,7 @@ def main() -> int:
         failed |= any(r.get("returncode") for r in rows.values())
         results["scenarios"][scenario.name] = {
             "model": scenario.model, "size": scenario.size, "batch": scenario.batch, "images": scenario.images,
-            "data": str(data), "runs": rows,
+            "data": str(data), "loss_names_ours_to_reference": LOSS_NAMES[scenario.model], "runs": rows,
         }
         print(table(scenario, rows), flush=True)
     results["total_wall_s"] = time.time() - started
