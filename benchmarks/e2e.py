@@ -5,7 +5,7 @@ Usage::
     python benchmarks/e2e.py [--device cuda|cpu] [--scenarios pix2pix-256x1,pix2pix-256x16,cyclegan-256x1]
                              [--epochs 3] [--reference PATH_TO_REFERENCE_CHECKOUT]
                              [--variant NAME='--preset pix2pix-reference --set precision.amp=off' ...]
-                             [--json OUT] [--small]
+                             [--no-defaults] [--workers N] [--work-dir DIR] [--run-timeout S] [--json OUT] [--small]
 
 Each run is a fresh ``nectargan train`` process (data loading, the step, logging, examples and
 checkpoints as the variant configures them) and, with ``--reference``, a fresh run of the
@@ -393,18 +393,30 @@ def child_env() -> dict[str, str]:
     return env
 
 
+#: Set by main from --run-timeout: seconds one run may take before it is killed (None: no limit).
+RUN_TIMEOUT: float | None = None
+
+
 def run_process(cmd: list[str], log: Path, sampler: GpuSampler, cwd: Path | None = None) -> dict[str, Any]:
-    """Run ``cmd`` to the end with its output in ``log``, sampling the GPU meanwhile; launch time and status."""
+    """Run ``cmd`` to the end with its output in ``log``, sampling the GPU meanwhile; launch time and status.
+
+    A run killed at ``--run-timeout`` counts as failed (exit -9), so that one hung run leaves the
+    others of a time-limited session their time.
+    """
     sampler.start()
     launched = time.time()
     with log.open("w") as out:
-        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=child_env())
+        try:
+            returncode = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=child_env(),
+                                        timeout=RUN_TIMEOUT).returncode
+        except subprocess.TimeoutExpired:
+            returncode = -9
     finished = time.time()
     samples = sampler.stop()
-    if proc.returncode != 0:
+    if returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
-        print(f"    FAILED (exit {proc.returncode}): {shlex.join(cmd)}\n{tail}", flush=True)
-    return {"returncode": proc.returncode, "launched": launched, "wall_s": finished - launched, "samples": samples}
+        print(f"    FAILED (exit {returncode}): {shlex.join(cmd)}\n{tail}", flush=True)
+    return {"returncode": returncode, "launched": launched, "wall_s": finished - launched, "samples": samples}
 
 
 def summarise(parsed: dict[str, Any], proc: dict[str, Any], batch: int, idle_mib: float | None) -> dict[str, Any]:
@@ -543,6 +555,8 @@ def main() -> int:
                         help="another run of ours: nectargan train ARGS (repeatable)")
     parser.add_argument("--no-defaults", action="store_true", help="run only the --variant runs (and the reference)")
     parser.add_argument("--workers", type=int, default=None, help="loader workers (default: 4 on CUDA, 0 on CPU)")
+    parser.add_argument("--run-timeout", type=float, default=None, metavar="S",
+                        help="kill a run (ours or the reference's) after S seconds and count it as failed")
     parser.add_argument("--json", type=Path, default=None, help="write every figure and the loss curves here")
     parser.add_argument("--work-dir", type=Path, default=None, help="data, runs and logs (default: a temporary folder)")
     parser.add_argument("--small", action="store_true", help="tiny sizes for a CPU/CI check (figures compare nothing)")
@@ -554,8 +568,9 @@ def main() -> int:
     opts.epochs = opts.epochs or (2 if opts.small else 3)
     opts.workers = opts.workers if opts.workers is not None else (4 if opts.device == "cuda" else 0)
     opts.log_every = SMALL_LOG_EVERY_STEPS if opts.small else LOG_EVERY_STEPS
-    global SMALL_CPU
+    global SMALL_CPU, RUN_TIMEOUT
     SMALL_CPU = opts.small and opts.device == "cpu"
+    RUN_TIMEOUT = opts.run_timeout
     names = opts.scenarios or ("pix2pix-32x1,pix2pix-32x4,cyclegan-32x1" if opts.small
                                else "pix2pix-256x1,pix2pix-256x16,cyclegan-256x1")
     scenarios = [parse_scenario(n.strip(), opts.small) for n in names.split(",") if n.strip()]

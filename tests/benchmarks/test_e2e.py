@@ -86,6 +86,15 @@ def test_the_sampler_reads_nvidia_smi_lines_with_host_time_stamps(tmp_path, monk
     assert e2e.GpuSampler(enabled=False).idle_level() is None
 
 
+def test_a_run_past_run_timeout_is_killed_and_counts_as_failed(tmp_path, monkeypatch):
+    monkeypatch.setattr(e2e, "RUN_TIMEOUT", 0.5)
+    started = time.time()
+    proc = e2e.run_process([sys.executable, "-c", "import time; print('started', flush=True); time.sleep(30)"],
+                           tmp_path / "run.log", e2e.GpuSampler(enabled=False))
+    assert proc["returncode"] == -9 and time.time() - started < 20
+    assert proc["samples"] == []
+
+
 def test_variants_go_to_the_scenarios_of_their_model():
     assert e2e.variant_for(["--preset", "pix2pix-reference", "--set", "precision.amp=off"], "pix2pix") == [
         "--preset", "pix2pix-reference", "--set", "precision.amp=off"]
