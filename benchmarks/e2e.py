@@ -478,7 +478,7 @@ CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_b
 
 
 def machine(device: str) -> dict[str, Any]:
-    """CPU model and the flags torch's kernels depend on; torch; the GPU (name, driver) on CUDA."""
+    """CPU model and the flags torch's kernels depend on; torch; the GPU (name, driver, CUDA, cuDNN) on CUDA."""
     import torch
 
     sys.path.insert(0, str(HERE))
@@ -500,7 +500,9 @@ def machine(device: str) -> dict[str, Any]:
     info["cpu_flags"] = [f for f in CPU_FLAGS if f in flags]
     info["torch_cuda"] = torch.version.cuda
     if device == "cuda":
-        info["gpu"] = torch.cuda.get_device_name(0)
+        import gpu  # benchmarks/gpu.py: device name, capability, memory, CUDA and cuDNN versions (printed)
+
+        info["gpu"] = gpu.environment()
         try:
             smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
                                   "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
@@ -590,6 +592,10 @@ def main() -> int:
     env = machine(opts.device)
     sampler = GpuSampler(enabled=opts.device == "cuda")
     print(f"machine: {json.dumps(env)}", flush=True)
+    gpu_name = env["gpu"]["device"] if isinstance(env.get("gpu"), dict) else "none"
+    print(f"CPU {env['cpu']} ({env['cores']} cores; flags: {' '.join(env['cpu_flags']) or 'none of ' + ', '.join(CPU_FLAGS)}; "
+          f"torch CPU capability {env['cpu_capability']}, oneDNN bf16 {env['mkldnn_bf16_supported']}), "
+          f"torch {env['torch']}, GPU {gpu_name}", flush=True)
     print(cpu_dependence(opts.device), flush=True)
     print(f"device {opts.device}, {opts.epochs} epochs per run, loader workers {opts.workers}, "
           f"loop.log_every_steps {opts.log_every}, GPU samples: {sampler.source}"
