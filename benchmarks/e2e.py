@@ -57,7 +57,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import re
 import shlex
 import shutil
@@ -67,7 +66,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
