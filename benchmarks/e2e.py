@@ -191,9 +191,14 @@ def reference_command(scenario: Scenario, checkout: Path, data: Path, out: Path,
         "--direction", "AtoB", "--n_epochs", str(opts.epochs), "--n_epochs_decay", "0",
         "--batch_size", str(scenario.batch), "--load_size", str(scenario.load_size), "--crop_size", str(scenario.size),
         "--num_threads", str(opts.workers), "--print_freq", str(opts.log_every * scenario.batch),
-        "--display_id", "0", "--no_html", "--gpu_ids", "0" if opts.device == "cuda" else "-1",
-        "--checkpoints_dir", str(out),
+        "--no_html", "--checkpoints_dir", str(out),
     ]
+    options = checkout / "options" / "base_options.py"
+    known = options.read_text(encoding="utf-8", errors="replace") if options.is_file() else ""
+    if "--display_id" in known:  # before the 2025 rewrite (which dropped visdom and --gpu_ids for torchrun)
+        args += ["--display_id", "0"]
+    if "--gpu_ids" in known:
+        args += ["--gpu_ids", "0" if opts.device == "cuda" else "-1"]
     if scenario.model == "pix2pix":
         args += ["--dataset_mode", "aligned"]
     if opts.small:
@@ -335,7 +340,8 @@ def read_ours(run_dir: Path) -> dict[str, Any]:
 
 
 STAMP = re.compile(r"^@@(\d+\.\d+) (.*)$")
-LOSS_LINE = re.compile(r"^\(epoch: (\d+), iters: (\d+), time: [-\d.]+, data: [-\d.]+\) (.*)$")
+#: ``(epoch: ...) G_GAN: 0.4 ...`` (2024), ``[Rank 0] (epoch: ...) , G_GAN: 0.4, ...`` (since the 2025 DDP rewrite).
+LOSS_LINE = re.compile(r"^(?:\[Rank \d+\] )?\(epoch: (\d+), iters: (\d+), time: [-\d.]+, data: [-\d.]+\) (.*)$")
 LOSS_ITEM = re.compile(r"(\w+): (-?[\d.]+(?:e[-+]?\d+)?|nan|inf)")
 END_LINE = re.compile(r"^End of epoch (\d+) / (\d+) \t Time Taken: (\d+) sec$")
 

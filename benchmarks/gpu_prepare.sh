@@ -15,6 +15,6 @@ rm -rf build plugins/*/build tests/plugins/*/build
 read -r PYD PYDC < <("$PY" -c "import pydantic, pydantic_core; print(pydantic.VERSION, pydantic_core.__version__)")
 "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .gpu/whl \
-    "pydantic==$PYD" "pydantic-core==$PYDC" annotated-types typing-inspection importlib-metadata dominate
+    "pydantic==$PYD" "pydantic-core==$PYDC" annotated-types typing-inspection importlib-metadata lazy-importer dominate
 ls -la .gpu/whl
 du -sh .gpu

@@ -146,3 +146,20 @@ def test_small_cpu_run_with_the_fake_reference(tmp_path):
                 assert run["warm_epoch_vs_reference"] > 0 and run["img_per_s_vs_reference"] > 0
     assert "| variant | launch to 1st epoch end s | first epoch s | warm epoch s |" in proc.stdout
     assert "every figure depends on the CPU" in proc.stdout
+
+
+def test_the_parser_reads_the_2025_reference_format_too():
+    """Since its DDP rewrite (2a7afba, the commit issue 21 measured), the reference prefixes the rank and
+    separates the losses with commas."""
+    lines = ["@@100.0 learning rate 0.0002000 -> 0.0002000",
+             "@@101.0 [Rank 0] (epoch: 1, iters: 2, time: 0.100, data: 0.010) , G_GAN: 0.738, G_L1: 41.008, "
+             "D_real: 0.800, D_fake: 0.843",
+             "@@102.5 End of epoch 1 / 2 \t Time Taken: 1 sec",
+             "@@103.0 [Rank 0] (epoch: 2, iters: 2, time: 0.100, data: 0.010) , G_GAN: 0.7, G_L1: 40.5, "
+             "D_real: 0.8, D_fake: 0.9",
+             "@@104.0 End of epoch 2 / 2 \t Time Taken: 1 sec"]
+    parsed = e2e.parse_reference_output(lines, batch=1, images=2)
+    assert parsed["ends"] == [102.5, 104.0] and parsed["train_start"] == 100.0
+    assert parsed["curves"]["step"] == [2, 4]
+    assert parsed["curves"]["losses"] == {"G_GAN": [0.738, 0.7], "G_L1": [41.008, 40.5], "D_real": [0.8, 0.8],
+                                          "D_fake": [0.843, 0.9]}
