@@ -87,7 +87,7 @@ class PrecisionSection(Section):
 
     amp: Literal["auto", "off", "bf16", "fp16"] = Field(
         "auto", description="Autocast: auto (cuda: bf16 (fp16 without bf16) when the step is replayed as a CUDA "
-                            "graph or has at least 1 Mpixel per step, else fp32; cpu and mps: off), off, bf16, fp16")
+                            "graph, else fp32; cpu and mps: off), off, bf16, fp16")
     channels_last: bool = Field(False, description="Use the channels_last memory format for networks and batches")
     compile: Literal["off", "default", "reduce-overhead", "max-autotune"] = Field(
         "off", description="torch.compile G and D for the training step (a torch.compile mode), or off (eager)")

@@ -1,13 +1,14 @@
 """Autocast and gradient scaling that work on every device.
 
 ``amp: auto`` picks what is safe and never the slower choice: on CUDA, bf16
-(fp16 on cards without bf16) when the step is replayed as a CUDA graph or
-moves at least :data:`MIXED_PRECISION_PIXELS` pixels per step, and fp32
-otherwise, because an eager step at batch 1 is bound by kernel launches and
-autocast's extra casts make it slower (measured on an H200 at 256x1: 13.8 ms
-fp32, 17.3 ms bf16 eager; 4.5 ms fp32, 4.1 ms bf16 replayed; at 256x16 bf16
-was faster both ways: docs/performance.md). Full precision on CPU and MPS.
-fp16 gets one GradScaler per optimizer (G and D have independent loss
+(fp16 on cards without bf16) when the engine replays the step as a CUDA graph,
+and fp32 when it runs eagerly. Measured on an H200 (docs/performance.md,
+"GPU levers"): replayed, bf16 took 0.94x the time of fp32 at 256x1 and 0.73x
+at 256x16; eager, bf16 took 1.23x and 1.11x, because an eager step at these
+sizes is bound by kernel launches and autocast adds casts (an earlier H100
+run measured eager bf16 faster at 256x16, 0.74x: eager bf16 is not reliably
+the faster choice, so ``auto`` does not take it). Full precision on CPU and
+MPS. fp16 gets one GradScaler per optimizer (G and D have independent loss
 scales); bf16 and fp32 need none, so their scalers are disabled no-ops with
 the same interface.
 """
@@ -23,24 +24,16 @@ import torch
 from nectargan_core.errors import ConfigError
 
 
-#: Pixels per training step (batch x height x width) from which an eager CUDA step is faster in bf16 than fp32.
-MIXED_PRECISION_PIXELS = 16 * 256 * 256
-
-
-def resolve_amp(mode: str, device: torch.device, *, step_pixels: int | None = None,
-                graphs: bool = False) -> torch.dtype | None:
+def resolve_amp(mode: str, device: torch.device, *, graphs: bool = False) -> torch.dtype | None:
     """The autocast dtype for ``mode`` on ``device``, or None for full precision.
 
-    ``step_pixels`` (batch x height x width of a training step, if known) and
-    ``graphs`` (the step is replayed as a CUDA graph) decide ``auto`` on CUDA.
+    ``graphs``: the step is replayed as a CUDA graph (decides ``auto`` on CUDA).
     """
     if mode == "off":
         return None
     if mode == "auto":
-        if device.type != "cuda":
-            return None
-        if not graphs and step_pixels is not None and step_pixels < MIXED_PRECISION_PIXELS:
-            return None  # launch-bound: autocast's casts cost more than its faster kernels save
+        if device.type != "cuda" or not graphs:
+            return None  # an eager step: autocast's casts cost more than its faster kernels save
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     dtype = torch.bfloat16 if mode == "bf16" else torch.float16
     if dtype is torch.float16 and device.type == "cpu":
@@ -64,31 +57,21 @@ def cpu_has_fast_bf16() -> bool:
 class Precision:
     """Autocast contexts and a GradScaler factory for one device and mode."""
 
-    def __init__(self, mode: str, device: torch.device, *, step_pixels: int | None = None,
-                 graphs: bool = False) -> None:
+    def __init__(self, mode: str, device: torch.device, *, graphs: bool = False) -> None:
         self.device = device
         self.mode = mode
-        self.dtype = resolve_amp(mode, device, step_pixels=step_pixels, graphs=graphs)
+        self.dtype = resolve_amp(mode, device, graphs=graphs)
 
     @classmethod
     def for_trainer(cls, trainer: Any) -> "Precision":
-        """The precision of ``trainer``'s run: ``precision.amp`` with ``auto`` decided for its step.
-
-        ``auto`` looks at the training batch (``data.batch_size`` x the
-        training size) and at whether the engine will replay the step as a
-        CUDA graph (:func:`nectargan_core.stepgraph.planned`).
-        """
+        """The precision of ``trainer``'s run: ``precision.amp``, with ``auto`` decided by whether the engine
+        will replay the step as a CUDA graph (:func:`nectargan_core.stepgraph.planned`)."""
         from nectargan_core.stepgraph import planned
 
-        from .contracts import batch_size_of
-        from .preflight import training_size
-
         config = trainer.config
-        batch, side = batch_size_of(config.data.options, "train"), training_size(config)
-        pixels = int(batch) * side * side if isinstance(batch, int) and side else None
         accumulate = getattr(getattr(config, "optim", None), "gradient_accumulation", 1)
         graphs = planned(config, trainer.device.type, trainer.dist.world_size, accumulate)
-        return cls(config.precision.amp, trainer.device, step_pixels=pixels, graphs=graphs)
+        return cls(config.precision.amp, trainer.device, graphs=graphs)
 
     @property
     def name(self) -> str:
