@@ -144,3 +144,26 @@ def test_capture_makes_optimizers_capturable_only_while_capturing(host, tmp_path
     assert all(g["capturable"] is False for g in groups)
     steps = [s["step"] for u in trainer.kit.updates for s in u.optimizer.state.values()]
     assert steps and all(s.device.type == "cuda" for s in steps)
+
+
+def test_a_graph_run_resumes_from_its_checkpoints_as_if_never_stopped(host, tmp_path):
+    """Checkpoints of a graph run (every 10 steps, mid-epoch included) resume into the same training: the
+    resumed run warms up, captures anew and ends where the uninterrupted run ended."""
+    config = {
+        "trainer": "kitgan",
+        "run": {"output_dir": str(tmp_path / "runs"), "name": "full", "device": "cuda", "seed": 3},
+        "loop": {"epochs": 4, "log_every_steps": 1, "val_every_epochs": None},
+        "checkpoint": {"every_epochs": None, "every_steps": 10, "keep_last": 20, "save_last": False},
+        "visualizers": [],
+        "kitgan": {"samples": 32, "batch_size": 4, "implementation": "fused", "norm": True},
+    }
+    full = Run.create(config, host=host).fit()
+    assert full.trainer.step_graphs.replays > 20 and full.trainer.global_step == 32
+    checkpoints = full.trainer.run_dir.periodic_checkpoints()
+    assert len(checkpoints) == 3
+    for checkpoint in checkpoints:
+        resumed = Run.resume(full.dir, checkpoint=checkpoint, host=host).fit()
+        assert resumed.trainer.global_step == 32 and resumed.trainer.step_graphs.replays > 0
+        worst = compare(resumed.trainer, full.trainer)
+        print(f"[graphs] resumed from {checkpoint.name}: max |diff| {worst:.3g}")
+        assert worst <= ATOL, checkpoint.name
