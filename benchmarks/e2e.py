@@ -634,6 +634,8 @@ def main() -> int:
             "data": str(data), "loss_names_ours_to_reference": LOSS_NAMES[scenario.model], "runs": rows,
         }
         print(table(scenario, rows), flush=True)
+        if opts.json:  # after every scenario: a run stopped by a time limit keeps the scenarios done
+            opts.json.write_text(json.dumps(results, indent=2))
     results["total_wall_s"] = time.time() - started
     print(f"\ntotal {results['total_wall_s']:.0f} s", flush=True)
     if opts.json:
