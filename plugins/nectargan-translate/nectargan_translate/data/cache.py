@@ -1,0 +1,359 @@
+"""Decode-once training data (``data.cache``): the split decoded once, each batch cut from it.
+
+On a GPU a training step can take a few milliseconds, and DataLoader workers
+that decode PNG/JPEG pairs every epoch cannot keep up. The cache runs the
+deterministic part of a training sample once per split (decoding, channel
+conversion, ``direction`` and the resize to ``load_size``: the dataset's own
+code, so the pixels are the same) and keeps the results in host memory
+(``memory``) or on the training device (``device``). Each batch then takes
+the random part, the crop and the flips, and the normalisation to [-1, 1] as
+tensor operations on the device the batch is needed on.
+
+The random draws are the worker path's: for each sample, a generator seeded
+with :func:`~.paired.sample_seed` (seed, epoch, index) draws the crop offsets
+and flips in the order torchvision's transforms draw them, so a cached batch
+is bit for bit the batch the workers give (``torch.equal``). Values are kept
+as uint8 when the deterministic part yields exact 8-bit values (no resize, or
+``resize_rounding: uint8``) and as float32 otherwise (a float resize's
+fractions), and normalised through a table made by the same CPU operations
+as the worker path's: CUDA divides by a scalar through its reciprocal, which
+can differ in the last bit.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Optional, Sequence
+
+import torch
+from PIL import Image
+
+from .augment import resize
+from .errors import DatasetError
+from .loader import EpochSampler
+from .options import CACHED_AUGMENTATIONS, PairedDataOptions
+from .paired import PairedDataset, sample_seed
+from .pixels import PIL_CONVERSIONS, UnreadableImage, _is_png16_colour, _quiet, oriented_size
+
+#: ``auto`` keeps the cache on the GPU when it takes at most this share of its free memory (the rest is
+#: the networks', their activations' and the step's).
+DEVICE_SHARE = 0.25
+#: ``auto`` keeps the cache in host memory when it takes at most this share of MemAvailable.
+HOST_SHARE = 0.5
+#: What ``auto`` picks on a CPU run, measured (docs/plugins/translate-data.md, "Decode-once cache").
+CPU_AUTO = "memory"
+#: Pillow modes whose samples are 8 bits (after the conversions :mod:`.pixels` makes).
+EIGHT_BIT_MODES = frozenset({"1", "L", "LA", "P", "PA", "RGB", "RGBA", "RGBa", "RGBX", "La", "CMYK", "YCbCr",
+                             "LAB", "HSV"})
+MIB = 1 << 20
+
+
+# -- the decision ------------------------------------------------------------------
+@dataclass(frozen=True)
+class CacheChoice:
+    """Where the cache lives (``off``, ``memory`` or ``device``) and, when auto fell back to off, why."""
+
+    mode: str
+    reason: Optional[str] = None
+
+
+def choose_cache(requested: str, need: int, *, cuda: bool, free_device: Optional[int], free_host: Optional[int],
+                 unsupported: Optional[str] = None) -> CacheChoice:
+    """What ``data.cache: requested`` means for a cache of ``need`` bytes (a pure function: sizes are given).
+
+    ``auto``: device on CUDA when ``need`` is at most DEVICE_SHARE of ``free_device``, else memory when at most
+    HOST_SHARE of ``free_host`` (on a CPU run: :data:`CPU_AUTO`, under the same bound), else off with the reason.
+    An explicit ``memory`` or ``device`` that does not fit at all raises a one-line :class:`DatasetError`;
+    ``device`` on a CPU run is ``memory``. ``unsupported``: an augmentation the cache cannot apply (auto: off).
+    """
+    if requested == "off":
+        return CacheChoice("off")
+    if requested == "device" and not cuda:
+        requested = "memory"
+    if requested == "auto":
+        if unsupported is not None:
+            return CacheChoice("off", f"{unsupported} is applied per sample, in the workers")
+        if cuda and free_device is not None and need <= DEVICE_SHARE * free_device:
+            return CacheChoice("device")
+        host = "memory" if cuda else CPU_AUTO
+        if host == "memory" and free_host is not None and need <= HOST_SHARE * free_host:
+            return CacheChoice("memory")
+        if host == "off":
+            return CacheChoice("off", "on a CPU run the workers are not slower")
+        room = [f"{DEVICE_SHARE:.0%} of free GPU memory ({mib(free_device)})"] if cuda and free_device else []
+        room.append(f"{HOST_SHARE:.0%} of available host memory ({mib(free_host)})" if free_host is not None
+                    else "host memory of unknown size")
+        return CacheChoice("off", f"the decoded split ({mib(need)}) is more than {' or '.join(room)}")
+    free, where = (free_device, "free GPU memory") if requested == "device" else (free_host, "available host memory")
+    if free is not None and need > free:
+        raise DatasetError(f"data.cache: {requested} needs {mib(need)} for the decoded training split but there is "
+                           f"{mib(free)} of {where}; set data.cache: auto or off, or lower data.load_size or "
+                           "data.max_images")
+    return CacheChoice(requested)
+
+
+def mib(size: Optional[int]) -> str:
+    if size is None:
+        return "unknown"
+    return f"{size / MIB:,.0f} MiB" if size >= 10 * MIB else f"{size / MIB:.1f} MiB"
+
+
+def available_host_memory() -> Optional[int]:
+    """MemAvailable of /proc/meminfo in bytes (None where there is none: not Linux)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def free_device_memory(device: torch.device) -> Optional[int]:
+    if device.type != "cuda":
+        return None
+    return torch.cuda.mem_get_info(device)[0]
+
+
+def unsupported_augmentation(options: PairedDataOptions) -> Optional[str]:
+    """The first augmentation a cached batch cannot apply, as ``augment.N (name)``; None when all can."""
+    for index, spec in enumerate(options.augment):
+        if spec.name not in CACHED_AUGMENTATIONS:
+            return f"augment.{index} ({spec.name})"
+    return None
+
+
+# -- the estimate ------------------------------------------------------------------
+def estimate_bytes(dataset: PairedDataset) -> int:
+    """Bytes the decoded split will take, from the options and image headers (nothing is decoded).
+
+    uint8 values where they are exact 8-bit ones, float32 otherwise; see :func:`stored`.
+    """
+    opts = dataset.options
+    channels = opts.in_channels + opts.out_channels
+    if opts.load_size is not None:
+        value = 1 if opts.resize_rounding == "uint8" else 4
+        return len(dataset.pairs) * channels * opts.load_size ** 2 * value
+    total = 0
+    for pair in dataset.pairs:
+        sides = [(pair.a, True), (pair.a, True)] if pair.b is None else [(pair.a, False), (pair.b, False)]
+        if opts.direction == "BtoA":
+            sides.reverse()
+        for (path, half), want in zip(sides, (opts.in_channels, opts.out_channels)):
+            width, height, bands, eight_bit = _header(path)
+            luma = want == 1 and bands >= 3  # colour to grey gives fractions
+            total += want * height * (width // 2 if half else width) * (1 if eight_bit and not luma else 4)
+    return total
+
+
+def _header(path: Path) -> tuple[int, int, int, bool]:
+    """``(width, height, channels, eight_bit)`` of an image as it is read, from its header."""
+    try:
+        width, height, _ = oriented_size(path)
+        with _quiet(), Image.open(path) as image:
+            mode = "RGBA" if image.mode == "P" and "transparency" in image.info else image.mode
+            mode = PIL_CONVERSIONS.get(mode, mode)
+            eight_bit = mode in EIGHT_BIT_MODES and not _is_png16_colour(image)
+            bands = Image.getmodebands(mode)
+    except UnreadableImage as exc:
+        raise DatasetError(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - Pillow raises many types on a damaged header
+        raise DatasetError(f"{path}: cannot read image: {exc}") from None
+    return width, height, bands, eight_bit
+
+
+# -- the decoded split -------------------------------------------------------------
+def stored(image: torch.Tensor) -> torch.Tensor:
+    """``image`` in [0, 1] as uint8 when its values are exactly ``k / 255`` (as 8-bit files give), else as is."""
+    pixels = image.mul(255.0).round_().clamp_(0, 255).to(torch.uint8)
+    return pixels if torch.equal(pixels.to(torch.float32) / 255.0, image) else image.clone()  # not a view of more
+
+
+class DecodedSplit:
+    """The training split after its deterministic steps, one (A, B) per pair, on ``device``."""
+
+    def __init__(self, dataset: PairedDataset, device: torch.device, *, mode: str) -> None:
+        self.dataset = dataset
+        self.mode = mode
+        self.device = device
+        opts = dataset.options
+        self._resize = resize(opts, opts.load_size) if opts.load_size is not None else None
+        self.images = self._decode_all(max(1, opts.num_workers))
+        if any(t.dtype != torch.uint8 for pair in self.images for t in pair):  # one dtype per batch
+            self.images = [(_float(a), _float(b)) for a, b in self.images]
+        self.dtype = self.images[0][0].dtype if self.images else torch.uint8
+        self.nbytes = sum(t.numel() * t.element_size() for pair in self.images for t in pair)
+        #: uint8 value -> normalised float32, made by the worker path's CPU operations (see the module), per device.
+        self._tables: dict[torch.device, torch.Tensor] = {}
+
+    def _decode_all(self, threads: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Every pair, decoded by ``threads`` threads (Pillow and torch release the GIL while they work)."""
+        pairs = self.dataset.pairs
+        show = sys.stderr.isatty()
+        images: list[tuple[torch.Tensor, torch.Tensor]] = []
+        with ThreadPoolExecutor(threads, thread_name_prefix="nectargan-cache") as pool:
+            for done, pair in enumerate(pool.map(self._decode, range(len(pairs))), 1):
+                images.append(pair)
+                if show and (done % 64 == 0 or done == len(pairs)):
+                    print(f"\r  data cache: decoded {done}/{len(pairs)} training pairs", end="", file=sys.stderr)
+        if show and pairs:
+            print(file=sys.stderr)
+        return images
+
+    def _decode(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        a, b = self.dataset.load(self.dataset.pairs[index])  # a damaged file: one DatasetError naming it
+        if self._resize is not None:
+            a, b = (self._resize(_image(a)).as_subclass(torch.Tensor), self._resize(_image(b)).as_subclass(torch.Tensor))
+        return stored(a).to(self.device), stored(b).to(self.device)
+
+    def describe(self) -> str:
+        return f"{self.mode}, {mib(self.nbytes)}, {len(self.images)} pairs"
+
+    # -- one batch ---------------------------------------------------------------
+    def draws(self, epoch: int, index: int) -> tuple[int, int, list[Any]]:
+        """(top, left, flips) of sample ``index`` in ``epoch``: the draws the worker path's transform makes.
+
+        Same generator algorithm and seed as ``torch.manual_seed(sample_seed(...))``, same calls in the same
+        order: RandomCrop's top then left (each only when that side is larger), then per paired augmentation
+        ``rand(1) >= p`` to skip it, and rot90's ``randint(1, 4)`` on square images (k = 2 otherwise, undrawn).
+        """
+        opts = self.dataset.options
+        generator = torch.Generator().manual_seed(sample_seed(self.dataset.seed, epoch, index))
+        height, width = self.images[index][0].shape[-2:]
+        top = left = 0
+        if opts.crop_size is not None:
+            crop = opts.crop_size
+            if height > crop:
+                top = int(torch.randint(0, height - crop + 1, size=(), generator=generator))
+            if width > crop:
+                left = int(torch.randint(0, width - crop + 1, size=(), generator=generator))
+            height, width = min(height, crop), min(width, crop)
+        flips: list[Any] = []
+        for spec in opts.augment:
+            if torch.rand(1, generator=generator) >= spec.p:
+                flips.append(0)
+            elif spec.name == "rot90":
+                flips.append(int(torch.randint(1, 4, (), generator=generator)) if height == width else 2)
+            else:
+                flips.append(1)
+        return top, left, flips
+
+    def batch(self, keys: Sequence[tuple[int, int]], target: torch.device) -> dict[str, Any]:
+        """The collated batch of ``(epoch, index)`` keys, with A and B on ``target``."""
+        opts = self.dataset.options
+        indices = [index for _, index in keys]
+        draws = [self.draws(epoch, index) for epoch, index in keys]
+        sides = []
+        for side in (0, 1):
+            crops = [self._crop(self.images[index][side], top, left) for index, (top, left, _) in zip(indices, draws)]
+            sides.append(self._gather(crops, target))
+        for position, spec in enumerate(opts.augment):
+            sides = _apply(spec.name, sides, [flips[position] for _, _, flips in draws])
+        a, b = (self._normalise(x) for x in sides)
+        return {"A": a, "B": b, "path": [str(self.dataset.pairs[i].a) for i in indices],
+                "index": torch.tensor(indices, dtype=torch.int64)}
+
+    def _crop(self, image: torch.Tensor, top: int, left: int) -> torch.Tensor:
+        crop = self.dataset.options.crop_size
+        if crop is None:
+            return image
+        return image[:, top:top + crop, left:left + crop]
+
+    def _gather(self, crops: list[torch.Tensor], target: torch.device) -> torch.Tensor:
+        """One ``N x C x H x W`` tensor on ``target``: stacked where the crops are, then copied once (pinned)."""
+        if len({tuple(c.shape) for c in crops}) > 1:
+            got, want = tuple(crops[-1].shape), tuple(crops[0].shape)
+            raise DatasetError(f"the cached training split gives images of shape {got} and {want}: images of "
+                               "different sizes cannot share a batch with resizing off; set data.load_size, or a "
+                               "batch size of 1")
+        if crops[0].device == target:
+            return torch.stack(crops)
+        staging = torch.empty((len(crops), *crops[0].shape), dtype=crops[0].dtype, pin_memory=target.type == "cuda")
+        return torch.stack(crops, out=staging).to(target, non_blocking=True)
+
+    def _normalise(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype != torch.uint8:
+            return x.clamp(0.0, 1.0).mul(2.0).sub(1.0)
+        if x.device not in self._tables:
+            self._tables[x.device] = unit_table().clamp(0.0, 1.0).mul(2.0).sub(1.0).to(x.device)
+        return self._tables[x.device][x.long()]
+
+
+def unit_table() -> torch.Tensor:
+    """uint8 values 0-255 in [0, 1], computed as :func:`~.decode.to_unit` computes them (on the CPU)."""
+    return torch.arange(256, dtype=torch.uint8).to(torch.float32) / 255.0
+
+
+def _apply(name: str, sides: list[torch.Tensor], choice: list[int]) -> list[torch.Tensor]:
+    """A paired augmentation on the A and B batches: sample i takes ``choice[i]`` (0: untouched, else a
+    flip, or rot90's number of quarter turns). The choices are host values: nothing waits for the device."""
+    for k in sorted(set(choice) - {0}):
+        chosen = torch.tensor([c == k for c in choice]).view(-1, 1, 1, 1).to(sides[0].device, non_blocking=True)
+        moved = [torch.rot90(x, k, dims=(-2, -1)) if name == "rot90" else x.flip(-1 if name == "hflip" else -2)
+                 for x in sides]
+        sides = [torch.where(chosen, m, x) for m, x in zip(moved, sides)]
+    return sides
+
+
+def _image(tensor: torch.Tensor) -> Any:
+    from torchvision import tv_tensors
+
+    return tv_tensors.Image(tensor)
+
+
+def _float(image: torch.Tensor) -> torch.Tensor:
+    return image.to(torch.float32) / 255.0 if image.dtype == torch.uint8 else image
+
+
+# -- the loader --------------------------------------------------------------------
+class CachedLoader:
+    """A drop-in for the training DataLoader over a :class:`DecodedSplit`.
+
+    The sampler is the DataLoader's (:class:`EpochSampler`: ``set_epoch``, ``skip``, ``shard``), batches
+    are consecutive runs of ``batch_size`` of its keys (the last one short unless ``drop_last``), and a
+    batch has the keys and types the default collate gives, with A and B on ``device``.
+    """
+
+    def __init__(self, cache: DecodedSplit, sampler: EpochSampler, *, batch_size: int, drop_last: bool,
+                 device: torch.device) -> None:
+        self.cache = cache
+        self.dataset = cache.dataset
+        self.sampler = sampler
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.device = device
+
+    def __len__(self) -> int:
+        samples = len(self.sampler)
+        return samples // self.batch_size if self.drop_last else math.ceil(samples / self.batch_size)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        keys = list(self.sampler)
+        stop = len(keys) - len(keys) % self.batch_size if self.drop_last else len(keys)
+        for start in range(0, stop, self.batch_size):
+            yield self.cache.batch(keys[start:start + self.batch_size], self.device)
+
+
+def cached_loader(dataset: PairedDataset, device: Optional[torch.device | str]) -> Optional[CachedLoader]:
+    """The cached training loader ``data.cache`` asks for, or None for the worker path (off, or auto that
+    does not fit: one line to stderr says why)."""
+    opts = dataset.options
+    target = torch.device(device if device is not None else "cpu")
+    cuda = target.type == "cuda"
+    if opts.cache == "off":
+        return None
+    need = estimate_bytes(dataset)
+    choice = choose_cache(opts.cache, need, cuda=cuda, free_device=free_device_memory(target) if cuda else None,
+                          free_host=available_host_memory(), unsupported=unsupported_augmentation(opts))
+    if choice.mode == "off":
+        print(f"data cache: off, training data is decoded in the workers every epoch: {choice.reason}",
+              file=sys.stderr)
+        return None
+    home = target if choice.mode == "device" else torch.device("cpu")
+    cache = DecodedSplit(dataset, home, mode=choice.mode)
+    sampler = EpochSampler(len(dataset), shuffle=opts.shuffle, seed=dataset.seed)
+    return CachedLoader(cache, sampler, batch_size=opts.batch_size, drop_last=opts.drop_last, device=target)
