@@ -15,9 +15,9 @@ and flips in the order torchvision's transforms draw them, so a cached batch
 is bit for bit the batch the workers give (``torch.equal``). Values are kept
 as uint8 when the deterministic part yields exact 8-bit values (no resize, or
 ``resize_rounding: uint8``) and as float32 otherwise (a float resize's
-fractions), and normalised through a table made by the same CPU operations
-as the worker path's: CUDA divides by a scalar through its reciprocal, which
-can differ in the last bit.
+fractions). uint8 values are normalised with the worker path's operations on
+the CPU and, on CUDA, through a table those operations made on the CPU: CUDA
+divides by a scalar through its reciprocal, which can differ in the last bit.
 """
 
 from __future__ import annotations
@@ -99,6 +99,8 @@ def choose_cache(requested: str, need: int, *, cuda: bool, free_device: Optional
 def mib(size: Optional[int]) -> str:
     if size is None:
         return "unknown"
+    if size < MIB:
+        return f"{size / 1024:.0f} KiB"
     return f"{size / MIB:,.0f} MiB" if size >= 10 * MIB else f"{size / MIB:.1f} MiB"
 
 
@@ -138,16 +140,16 @@ def estimate_bytes(dataset: PairedDataset) -> int:
     if opts.load_size is not None:
         value = 1 if opts.resize_rounding == "uint8" else 4
         return len(dataset.pairs) * channels * opts.load_size ** 2 * value
-    total = 0
+    values, exact = 0, True
     for pair in dataset.pairs:
         sides = [(pair.a, True), (pair.a, True)] if pair.b is None else [(pair.a, False), (pair.b, False)]
         if opts.direction == "BtoA":
             sides.reverse()
         for (path, half), want in zip(sides, (opts.in_channels, opts.out_channels)):
             width, height, bands, eight_bit = _header(path)
-            luma = want == 1 and bands >= 3  # colour to grey gives fractions
-            total += want * height * (width // 2 if half else width) * (1 if eight_bit and not luma else 4)
-    return total
+            exact = exact and eight_bit and not (want == 1 and bands >= 3)  # colour to grey gives fractions
+            values += want * height * (width // 2 if half else width)
+    return values * (1 if exact else 4)  # one dtype for the whole split
 
 
 def _header(path: Path) -> tuple[int, int, int, bool]:
@@ -276,8 +278,10 @@ class DecodedSplit:
         return torch.stack(crops, out=staging).to(target, non_blocking=True)
 
     def _normalise(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dtype != torch.uint8:
-            return x.clamp(0.0, 1.0).mul(2.0).sub(1.0)
+        if x.dtype != torch.uint8:  # x is this batch's own tensor: in place
+            return x.clamp_(0.0, 1.0).mul_(2.0).sub_(1.0)
+        if x.device.type == "cpu":  # the worker path's own operations, in place
+            return x.to(torch.float32).div_(255.0).clamp_(0.0, 1.0).mul_(2.0).sub_(1.0)
         if x.device not in self._tables:
             self._tables[x.device] = unit_table().clamp(0.0, 1.0).mul(2.0).sub(1.0).to(x.device)
         return self._tables[x.device][x.long()]
@@ -292,10 +296,11 @@ def _apply(name: str, sides: list[torch.Tensor], choice: list[int]) -> list[torc
     """A paired augmentation on the A and B batches: sample i takes ``choice[i]`` (0: untouched, else a
     flip, or rot90's number of quarter turns). The choices are host values: nothing waits for the device."""
     for k in sorted(set(choice) - {0}):
-        chosen = torch.tensor([c == k for c in choice]).view(-1, 1, 1, 1).to(sides[0].device, non_blocking=True)
-        moved = [torch.rot90(x, k, dims=(-2, -1)) if name == "rot90" else x.flip(-1 if name == "hflip" else -2)
-                 for x in sides]
-        sides = [torch.where(chosen, m, x) for m, x in zip(moved, sides)]
+        chosen = torch.tensor([i for i, c in enumerate(choice) if c == k]).to(sides[0].device, non_blocking=True)
+        for x in sides:  # fresh batch tensors: changed in place, only the chosen samples are moved
+            picked = x[chosen]
+            x[chosen] = torch.rot90(picked, k, dims=(-2, -1)) if name == "rot90" else picked.flip(
+                -1 if name == "hflip" else -2)
     return sides
 
 
@@ -338,22 +343,32 @@ class CachedLoader:
             yield self.cache.batch(keys[start:start + self.batch_size], self.device)
 
 
-def cached_loader(dataset: PairedDataset, device: Optional[torch.device | str]) -> Optional[CachedLoader]:
-    """The cached training loader ``data.cache`` asks for, or None for the worker path (off, or auto that
-    does not fit: one line to stderr says why)."""
+def cached_loader(dataset: PairedDataset, device: Optional[torch.device | str]) -> tuple[Optional[CachedLoader],
+                                                                                        CacheChoice]:
+    """The cached training loader ``data.cache`` asks for and the choice made; no loader for the worker path
+    (off, or auto that does not fit: then one line to stderr says why)."""
     opts = dataset.options
     target = torch.device(device if device is not None else "cpu")
     cuda = target.type == "cuda"
     if opts.cache == "off":
-        return None
+        return None, CacheChoice("off")
     need = estimate_bytes(dataset)
     choice = choose_cache(opts.cache, need, cuda=cuda, free_device=free_device_memory(target) if cuda else None,
                           free_host=available_host_memory(), unsupported=unsupported_augmentation(opts))
     if choice.mode == "off":
         print(f"data cache: off, training data is decoded in the workers every epoch: {choice.reason}",
               file=sys.stderr)
-        return None
+        return None, choice
     home = target if choice.mode == "device" else torch.device("cpu")
     cache = DecodedSplit(dataset, home, mode=choice.mode)
     sampler = EpochSampler(len(dataset), shuffle=opts.shuffle, seed=dataset.seed)
-    return CachedLoader(cache, sampler, batch_size=opts.batch_size, drop_last=opts.drop_last, device=target)
+    return CachedLoader(cache, sampler, batch_size=opts.batch_size, drop_last=opts.drop_last, device=target), choice
+
+
+def cache_summary(loader: Any) -> str:
+    """The training loader's cache for the run's start summary: ``device, 188 MiB, 960 pairs``, or ``off``
+    (with auto's reason)."""
+    if isinstance(loader, CachedLoader):
+        return loader.cache.describe()
+    choice = getattr(loader, "cache_choice", None)
+    return f"off ({choice.reason})" if isinstance(choice, CacheChoice) and choice.reason else "off"

@@ -47,10 +47,11 @@ def build_dataloader(dataset: PairedDataset, *, device: Optional[torch.device | 
     train with ``data.cache`` on: a :class:`~.cache.CachedLoader` (same sampler, batches and length).
     """
     options = dataset.options
-    if isinstance(dataset, PairedDataset) and dataset.split == "train" and options.cache != "off":
+    choice = None
+    if isinstance(dataset, PairedDataset) and dataset.split == "train":
         from .cache import cached_loader
 
-        cached = cached_loader(dataset, device)
+        cached, choice = cached_loader(dataset, device)
         if cached is not None:
             return cached
     workers = options.num_workers
@@ -64,6 +65,7 @@ def build_dataloader(dataset: PairedDataset, *, device: Optional[torch.device | 
         sampler = EpochSampler(len(dataset), shuffle=options.shuffle, seed=dataset.seed)
         loader = DataLoader(dataset, batch_size=options.batch_size, sampler=sampler, drop_last=options.drop_last,
                             **loading)
+        loader.cache_choice = choice  # what the start summary shows (see cache.cache_summary)
     else:
         order = {"shuffle": False} if indices is None else {"sampler": list(indices)}
         loader = DataLoader(dataset, batch_size=getattr(options, dataset.split).batch_size, **order, **loading)
