@@ -27,6 +27,7 @@ MODES = {
     "crop only": ({"load_size": None, "crop_size": 32}, "aligned"),
     "resize only": ({"load_size": 36, "crop_size": None, "interpolation": "bilinear"}, "aligned"),
     "original sizes": ({"load_size": None, "crop_size": None}, "aligned"),
+    "grey target, no resize": ({"load_size": None, "crop_size": 32, "out_channels": 1}, "aligned"),  # uint8 A
     "grey input, BtoA": ({"load_size": 48, "crop_size": 40, "in_channels": 1, "direction": "BtoA"}, "aligned"),
     "folders, nearest": ({"load_size": 44, "crop_size": 32, "interpolation": "nearest", "out_channels": 4},
                          "folders"),

@@ -209,14 +209,14 @@ class DecodedSplit:
     def _decode(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
         a, b = self.dataset.load(self.dataset.pairs[index])  # a damaged file: one DatasetError naming it
         if self._resize is not None:
-            a, b = (self._resize(_image(a)).as_subclass(torch.Tensor), self._resize(_image(b)).as_subclass(torch.Tensor))
+            a, b = (self._resize(_image(x)).as_subclass(torch.Tensor) for x in (a, b))
         return stored(a).to(self.device), stored(b).to(self.device)
 
     def describe(self) -> str:
         return f"{self.mode}, {mib(self.nbytes)}, {len(self.images)} pairs"
 
     # -- one batch ---------------------------------------------------------------
-    def draws(self, epoch: int, index: int) -> tuple[int, int, list[Any]]:
+    def draws(self, epoch: int, index: int) -> tuple[int, int, list[int]]:
         """(top, left, flips) of sample ``index`` in ``epoch``: the draws the worker path's transform makes.
 
         Same generator algorithm and seed as ``torch.manual_seed(sample_seed(...))``, same calls in the same
@@ -234,7 +234,7 @@ class DecodedSplit:
             if width > crop:
                 left = int(torch.randint(0, width - crop + 1, size=(), generator=generator))
             height, width = min(height, crop), min(width, crop)
-        flips: list[Any] = []
+        flips: list[int] = []
         for spec in opts.augment:
             if torch.rand(1, generator=generator) >= spec.p:
                 flips.append(0)
@@ -311,7 +311,8 @@ def _image(tensor: torch.Tensor) -> Any:
 
 
 def _float(image: torch.Tensor) -> torch.Tensor:
-    return image.to(torch.float32) / 255.0 if image.dtype == torch.uint8 else image
+    """uint8 to the float32 values decoding gives (through the table: exact on CUDA too)."""
+    return unit_table().to(image.device)[image.long()] if image.dtype == torch.uint8 else image
 
 
 # -- the loader --------------------------------------------------------------------

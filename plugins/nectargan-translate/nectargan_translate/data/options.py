@@ -276,13 +276,14 @@ class PairedDataOptions(Section):
 
     @model_validator(mode="after")
     def _cacheable(self) -> "PairedDataOptions":
-        """An explicit cache with an augmentation it cannot apply to a batch would silently not be one: refuse it."""
+        """An explicit cache cannot apply every augmentation to a batch: refuse one it cannot, naming it."""
         if self.cache in ("memory", "device"):
             for index, spec in enumerate(self.augment):
                 if spec.name not in CACHED_AUGMENTATIONS:
-                    raise ValueError(f"cache: {self.cache} applies only crops and {', '.join(sorted(CACHED_AUGMENTATIONS))} "
-                                     f"to batches, not augment.{index} ({spec.name}); set data.cache: off (or auto, "
-                                     "which then loads in the workers)")
+                    names = ", ".join(sorted(CACHED_AUGMENTATIONS))
+                    raise ValueError(f"cache: {self.cache} applies only crops and {names} to batches, not "
+                                     f"augment.{index} ({spec.name}); set data.cache: off (or auto, which then "
+                                     "loads in the workers)")
         return self
 
     def folder(self, split: Split) -> str:
