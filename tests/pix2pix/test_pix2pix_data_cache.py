@@ -181,6 +181,17 @@ def test_an_explicit_cache_that_does_not_fit_is_one_line_naming_the_option_and_s
                         unsupported="augment.1 (affine)").mode == "off"
 
 
+def test_every_process_of_a_run_on_a_host_holds_its_own_copy():
+    """Each rank caches the whole split (its share changes every epoch): host memory is judged for all."""
+    assert choose_cache("auto", GIB, cuda=False, free_device=None, free_host=4 * GIB, host_copies=2).mode == "memory"
+    assert choose_cache("auto", GIB, cuda=False, free_device=None, free_host=4 * GIB, host_copies=3) == CacheChoice(
+        "off", "the decoded split (1,024 MiB) is more than 50% of available host memory (4,096 MiB, for 3 processes)")
+    with pytest.raises(DatasetError, match=r"^data.cache: memory needs 4,096 MiB \(2 processes x 2,048 MiB\) for"):
+        choose_cache("memory", 2 * GIB, cuda=False, free_device=None, free_host=3 * GIB, host_copies=2)
+    # one GPU per process: device memory is not shared
+    assert choose_cache("device", 2 * GIB, cuda=True, free_device=3 * GIB, free_host=GIB, host_copies=2).mode == "device"
+
+
 def test_auto_falls_back_to_the_workers_with_one_line_saying_why(tmp_path, capsys, monkeypatch):
     root = aligned_dataset(tmp_path, {"train": 4}, size=40)
     base = {"root": str(root), "load_size": 40, "crop_size": 32, "num_workers": 0}

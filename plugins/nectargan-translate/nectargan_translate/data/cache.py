@@ -23,6 +23,7 @@ divides by a scalar through its reciprocal, which can differ in the last bit.
 from __future__ import annotations
 
 import math
+import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -62,13 +63,15 @@ class CacheChoice:
 
 
 def choose_cache(requested: str, need: int, *, cuda: bool, free_device: Optional[int], free_host: Optional[int],
-                 unsupported: Optional[str] = None) -> CacheChoice:
+                 unsupported: Optional[str] = None, host_copies: int = 1) -> CacheChoice:
     """What ``data.cache: requested`` means for a cache of ``need`` bytes (a pure function: sizes are given).
 
     ``auto``: device on CUDA when ``need`` is at most DEVICE_SHARE of ``free_device``, else memory when at most
     HOST_SHARE of ``free_host`` (on a CPU run: :data:`CPU_AUTO`, under the same bound), else off with the reason.
     An explicit ``memory`` or ``device`` that does not fit at all raises a one-line :class:`DatasetError`;
     ``device`` on a CPU run is ``memory``. ``unsupported``: an augmentation the cache cannot apply (auto: off).
+    ``host_copies``: processes of this run on this host, each caching the whole split (every rank's share
+    changes every epoch), so host memory is judged for all of them together.
     """
     if requested == "off":
         return CacheChoice("off")
@@ -80,19 +83,24 @@ def choose_cache(requested: str, need: int, *, cuda: bool, free_device: Optional
         if cuda and free_device is not None and need <= DEVICE_SHARE * free_device:
             return CacheChoice("device")
         host = "memory" if cuda else CPU_AUTO
-        if host == "memory" and free_host is not None and need <= HOST_SHARE * free_host:
+        if host == "memory" and free_host is not None and need * host_copies <= HOST_SHARE * free_host:
             return CacheChoice("memory")
         if host == "off":
             return CacheChoice("off", "on a CPU run the workers are not slower")
         room = [f"{DEVICE_SHARE:.0%} of free GPU memory ({mib(free_device)})"] if cuda and free_device else []
-        room.append(f"{HOST_SHARE:.0%} of available host memory ({mib(free_host)})" if free_host is not None
+        room.append(f"{HOST_SHARE:.0%} of available host memory ({mib(free_host)}"
+                    + (f", for {host_copies} processes)" if host_copies > 1 else ")") if free_host is not None
                     else "host memory of unknown size")
         return CacheChoice("off", f"the decoded split ({mib(need)}) is more than {' or '.join(room)}")
-    free, where = (free_device, "free GPU memory") if requested == "device" else (free_host, "available host memory")
-    if free is not None and need > free:
-        raise DatasetError(f"data.cache: {requested} needs {mib(need)} for the decoded training split but there is "
-                           f"{mib(free)} of {where}; set data.cache: auto or off, or lower data.load_size or "
-                           "data.max_images")
+    if requested == "device":
+        free, where, total = free_device, "free GPU memory", need
+    else:
+        free, where, total = free_host, "available host memory", need * host_copies
+    if free is not None and total > free:
+        copies = f" ({host_copies} processes x {mib(need)})" if total != need else ""
+        raise DatasetError(f"data.cache: {requested} needs {mib(total)}{copies} for the decoded training split but "
+                           f"there is {mib(free)} of {where}; set data.cache: auto or off, or lower data.load_size "
+                           "or data.max_images")
     return CacheChoice(requested)
 
 
@@ -355,7 +363,8 @@ def cached_loader(dataset: PairedDataset, device: Optional[torch.device | str]) 
         return None, CacheChoice("off")
     need = estimate_bytes(dataset)
     choice = choose_cache(opts.cache, need, cuda=cuda, free_device=free_device_memory(target) if cuda else None,
-                          free_host=available_host_memory(), unsupported=unsupported_augmentation(opts))
+                          free_host=available_host_memory(), unsupported=unsupported_augmentation(opts),
+                          host_copies=max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
     if choice.mode == "off":
         print(f"data cache: off, training data is decoded in the workers every epoch: {choice.reason}",
               file=sys.stderr)
