@@ -361,6 +361,10 @@ def cached_loader(dataset: PairedDataset, device: Optional[torch.device | str]) 
     cuda = target.type == "cuda"
     if opts.cache == "off":
         return None, CacheChoice("off")
+    if cuda and not torch.cuda.is_available():  # a loader built for CUDA on a machine without it (tests)
+        return None, CacheChoice("off", "CUDA is not available here")
+    if cuda and target.index is None:  # "cuda" is the current GPU; the cached tensors say cuda:N
+        target = torch.device("cuda", torch.cuda.current_device())
     need = estimate_bytes(dataset)
     choice = choose_cache(opts.cache, need, cuda=cuda, free_device=free_device_memory(target) if cuda else None,
                           free_host=available_host_memory(), unsupported=unsupported_augmentation(opts),
