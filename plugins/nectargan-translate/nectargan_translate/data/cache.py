@@ -32,6 +32,7 @@ from typing import Any, Iterator, Optional, Sequence
 
 import torch
 from PIL import Image
+from torchvision import tv_tensors
 
 from .augment import resize
 from .errors import DatasetError
@@ -45,8 +46,6 @@ from .pixels import PIL_CONVERSIONS, UnreadableImage, _is_png16_colour, _quiet, 
 DEVICE_SHARE = 0.25
 #: ``auto`` keeps the cache in host memory when it takes at most this share of MemAvailable.
 HOST_SHARE = 0.5
-#: What ``auto`` picks on a CPU run, measured (docs/plugins/translate-data.md, "Decode-once cache").
-CPU_AUTO = "memory"
 #: Pillow modes whose samples are 8 bits (after the conversions :mod:`.pixels` makes).
 EIGHT_BIT_MODES = frozenset({"1", "L", "LA", "P", "PA", "RGB", "RGBA", "RGBa", "RGBX", "La", "CMYK", "YCbCr",
                              "LAB", "HSV"})
@@ -67,7 +66,8 @@ def choose_cache(requested: str, need: int, *, cuda: bool, free_device: Optional
     """What ``data.cache: requested`` means for a cache of ``need`` bytes (a pure function: sizes are given).
 
     ``auto``: device on CUDA when ``need`` is at most DEVICE_SHARE of ``free_device``, else memory when at most
-    HOST_SHARE of ``free_host`` (on a CPU run: :data:`CPU_AUTO`, under the same bound), else off with the reason.
+    HOST_SHARE of ``free_host``, else off with the reason. A CPU run too takes memory: a cached batch costs a
+    fraction of the CPU of a decoded one (measured: docs/plugins/translate-data.md, "Decode-once cache").
     An explicit ``memory`` or ``device`` that does not fit at all raises a one-line :class:`DatasetError`;
     ``device`` on a CPU run is ``memory``. ``unsupported``: an augmentation the cache cannot apply (auto: off).
     ``host_copies``: processes of this run on this host, each caching the whole split (every rank's share
@@ -82,15 +82,14 @@ def choose_cache(requested: str, need: int, *, cuda: bool, free_device: Optional
             return CacheChoice("off", f"{unsupported} is applied per sample, in the workers")
         if cuda and free_device is not None and need <= DEVICE_SHARE * free_device:
             return CacheChoice("device")
-        host = "memory" if cuda else CPU_AUTO
-        if host == "memory" and free_host is not None and need * host_copies <= HOST_SHARE * free_host:
+        if free_host is not None and need * host_copies <= HOST_SHARE * free_host:
             return CacheChoice("memory")
-        if host == "off":
-            return CacheChoice("off", "on a CPU run the workers are not slower")
         room = [f"{DEVICE_SHARE:.0%} of free GPU memory ({mib(free_device)})"] if cuda and free_device else []
-        room.append(f"{HOST_SHARE:.0%} of available host memory ({mib(free_host)}"
-                    + (f", for {host_copies} processes)" if host_copies > 1 else ")") if free_host is not None
-                    else "host memory of unknown size")
+        if free_host is None:
+            room.append("host memory of unknown size")
+        else:
+            processes = f", for {host_copies} processes" if host_copies > 1 else ""
+            room.append(f"{HOST_SHARE:.0%} of available host memory ({mib(free_host)}{processes})")
         return CacheChoice("off", f"the decoded split ({mib(need)}) is more than {' or '.join(room)}")
     if requested == "device":
         free, where, total = free_device, "free GPU memory", need
@@ -105,6 +104,7 @@ def choose_cache(requested: str, need: int, *, cuda: bool, free_device: Optional
 
 
 def mib(size: Optional[int]) -> str:
+    """A size for a message: KiB under 1 MiB, one decimal under 10 MiB."""
     if size is None:
         return "unknown"
     if size < MIB:
@@ -217,7 +217,7 @@ class DecodedSplit:
     def _decode(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
         a, b = self.dataset.load(self.dataset.pairs[index])  # a damaged file: one DatasetError naming it
         if self._resize is not None:
-            a, b = (self._resize(_image(x)).as_subclass(torch.Tensor) for x in (a, b))
+            a, b = (self._resize(tv_tensors.Image(x)).as_subclass(torch.Tensor) for x in (a, b))
         return stored(a).to(self.device), stored(b).to(self.device)
 
     def describe(self) -> str:
@@ -310,12 +310,6 @@ def _apply(name: str, sides: list[torch.Tensor], choice: list[int]) -> list[torc
             x[chosen] = torch.rot90(picked, k, dims=(-2, -1)) if name == "rot90" else picked.flip(
                 -1 if name == "hflip" else -2)
     return sides
-
-
-def _image(tensor: torch.Tensor) -> Any:
-    from torchvision import tv_tensors
-
-    return tv_tensors.Image(tensor)
 
 
 def _float(image: torch.Tensor) -> torch.Tensor:
