@@ -212,12 +212,48 @@ def test_auto_falls_back_to_the_workers_with_one_line_saying_why(tmp_path, capsy
     assert cache_summary(build_dataloader(PairedDataset({**base, "cache": "off"}))) == "off"
 
 
-def test_an_explicit_cache_refuses_augmentations_it_cannot_apply_and_unpaired_data():
+def test_an_explicit_cache_refuses_augmentations_it_cannot_apply():
     with pytest.raises(ConfigError, match=r"^data.cache: memory applies only crops and hflip, rot90, vflip to "
                                           r"batches, not augment.1 \(color_jitter\); set data.cache: off"):
         PairedDataset({"root": "x", "cache": "memory", "augment": ["hflip", "color_jitter"]})
-    with pytest.raises(ConfigError, match=r"^data.cache: Input should be 'auto' or 'off' \(got 'memory'\)"):
-        parse_unpaired({"cache": "memory"})
+    with pytest.raises(ConfigError, match=r"^data.cache: device applies only .* not augment.0 \(blur\)"):
+        parse_unpaired({"cache": "device", "augment": ["blur"]})
+    assert parse_unpaired({"cache": "memory"}).cache == "memory"
+
+
+# -- unpaired data ------------------------------------------------------------------------
+def unpaired_root(tmp_path):
+    """5 A images of 40x40 and 7 B images of 36x48 (so B is drawn from, and rot90 meets both shapes)."""
+    for i in range(5):
+        save(tmp_path / "trainA" / f"{i}.png", noise(40, seed=i))
+    for i in range(7):
+        save(tmp_path / "trainB" / f"{i}.jpg", noise(36, seed=i + 70, width=48))
+    return tmp_path
+
+
+@pytest.mark.parametrize("options", [
+    {"load_size": None, "crop_size": 32},
+    {"load_size": None, "crop_size": None, "batch_size": 1, "serial": True},
+    {"load_size": 44, "crop_size": 40, "resize_rounding": "uint8", "out_channels": 1},
+], ids=["crop", "original sizes, serial", "resize, grey B"])
+def test_unpaired_cached_batches_equal_the_workers_batches(tmp_path, options):
+    from nectargan_translate.data.unpaired import UnpairedDataset
+
+    base = {"root": str(unpaired_root(tmp_path)), "batch_size": 3, "num_workers": 0, "augment": FLIPS, **options}
+    off = build_dataloader(UnpairedDataset({**base, "cache": "off"}, seed=4))
+    cached = build_dataloader(UnpairedDataset({**base, "cache": "memory"}, seed=4))
+    assert isinstance(cached, CachedLoader) and len(cached) == len(off)
+    assert cache_summary(cached).endswith(", 5 A + 7 B images")
+    for number, skip in ((0, 0), (1, 0), (1, base["batch_size"])):
+        ours, theirs = epoch(cached, number, skip), epoch(off, number, skip)
+        assert len(ours) == len(theirs) > 0
+        for mine, want in zip(ours, theirs):
+            assert mine.keys() == want.keys() == {"A", "B", "A_path", "B_path", "index"}
+            assert torch.equal(mine["A"], want["A"]) and torch.equal(mine["B"], want["B"])
+            assert (mine["A_path"], mine["B_path"]) == (want["A_path"], want["B_path"])
+            assert torch.equal(mine["index"], want["index"])
+    drawn = {path for batch in epoch(off, 0) for path in batch["B_path"]}
+    assert len(drawn) > 1  # B images were drawn (or taken in turn), not one repeated
 
 
 def test_a_damaged_image_stops_the_cache_with_one_line_naming_it(tmp_path):

@@ -25,20 +25,25 @@ from __future__ import annotations
 import math
 import os
 import sys
+from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence, Union
 
 import torch
 from PIL import Image
+from torch.utils.data import Dataset
 from torchvision import tv_tensors
 
 from .augment import resize
 from .errors import DatasetError
 from .loader import EpochSampler
 from .options import CACHED_AUGMENTATIONS, PairedDataOptions
+from .decode import read_image, to_channels
+from .domains import DOMAINS
 from .paired import PairedDataset, sample_seed
+from .unpaired import UnpairedDataset
 from .pixels import PIL_CONVERSIONS, UnreadableImage, _is_png16_colour, _quiet, oriented_size
 
 #: ``auto`` keeps the cache on the GPU when it takes at most this share of its free memory (the rest is
@@ -138,25 +143,35 @@ def unsupported_augmentation(options: PairedDataOptions) -> Optional[str]:
 
 
 # -- the estimate ------------------------------------------------------------------
-def estimate_bytes(dataset: PairedDataset) -> int:
+def sources(dataset: Dataset) -> list[tuple[Path, bool, int]]:
+    """What the split decodes: ``(file, half, channels)`` per image (``half``: one half of an aligned file)."""
+    opts = dataset.options
+    if isinstance(dataset, UnpairedDataset):
+        return [(path, False, dataset.channels[domain]) for domain in DOMAINS for path in dataset.paths[domain]]
+    found = []
+    for pair in dataset.pairs:
+        sides = [(pair.a, True), (pair.a, True)] if pair.b is None else [(pair.a, False), (pair.b, False)]
+        if opts.direction == "BtoA":
+            sides.reverse()
+        found += [(path, half, want) for (path, half), want in zip(sides, (opts.in_channels, opts.out_channels))]
+    return found
+
+
+def estimate_bytes(dataset: Dataset) -> int:
     """Bytes the decoded split will take, from the options and image headers (nothing is decoded).
 
     uint8 values where they are exact 8-bit ones, float32 otherwise; see :func:`stored`.
     """
     opts = dataset.options
-    channels = opts.in_channels + opts.out_channels
+    images = sources(dataset)
     if opts.load_size is not None:
         value = 1 if opts.resize_rounding == "uint8" else 4
-        return len(dataset.pairs) * channels * opts.load_size ** 2 * value
+        return sum(channels for _, _, channels in images) * opts.load_size ** 2 * value
     values, exact = 0, True
-    for pair in dataset.pairs:
-        sides = [(pair.a, True), (pair.a, True)] if pair.b is None else [(pair.a, False), (pair.b, False)]
-        if opts.direction == "BtoA":
-            sides.reverse()
-        for (path, half), want in zip(sides, (opts.in_channels, opts.out_channels)):
-            width, height, bands, eight_bit = _header(path)
-            exact = exact and eight_bit and not (want == 1 and bands >= 3)  # colour to grey gives fractions
-            values += want * height * (width // 2 if half else width)
+    for path, half, want in images:
+        width, height, bands, eight_bit = _header(path)
+        exact = exact and eight_bit and not (want == 1 and bands >= 3)  # colour to grey gives fractions
+        values += want * height * (width // 2 if half else width)
     return values * (1 if exact else 4)  # one dtype for the whole split
 
 
@@ -183,95 +198,130 @@ def stored(image: torch.Tensor) -> torch.Tensor:
     return pixels if torch.equal(pixels.to(torch.float32) / 255.0, image) else image.clone()  # not a view of more
 
 
-class DecodedSplit:
-    """The training split after its deterministic steps, one (A, B) per pair, on ``device``."""
+@dataclass(frozen=True)
+class Cut:
+    """One image of a sample: which decoded image, where the crop starts, and each augmentation's choice
+    (0: not applied; else applied, and for rot90 the number of quarter turns)."""
 
-    def __init__(self, dataset: PairedDataset, device: torch.device, *, mode: str) -> None:
+    image: int
+    top: int
+    left: int
+    flips: tuple[int, ...]
+
+
+def draw_cut(generator: torch.Generator, image: int, shape: Sequence[int], options: PairedDataOptions) -> Cut:
+    """The draws the worker path's transform makes for one image of ``shape`` (..., H, W), from ``generator``.
+
+    Same calls in the same order as torchvision's: RandomCrop's top then left (each only when that side is
+    larger than the crop), then per augmentation ``rand(1) >= p`` to skip it, and rot90's ``randint(1, 4)``
+    on a square image (k = 2 otherwise, undrawn).
+    """
+    height, width = shape[-2:]
+    top = left = 0
+    crop = options.crop_size
+    if crop is not None:
+        if height > crop:
+            top = int(torch.randint(0, height - crop + 1, size=(), generator=generator))
+        if width > crop:
+            left = int(torch.randint(0, width - crop + 1, size=(), generator=generator))
+        height, width = min(height, crop), min(width, crop)
+    flips = []
+    for spec in options.augment:
+        if torch.rand(1, generator=generator) >= spec.p:
+            flips.append(0)
+        elif spec.name == "rot90":
+            flips.append(int(torch.randint(1, 4, (), generator=generator)) if height == width else 2)
+        else:
+            flips.append(1)
+    return Cut(image, top, left, tuple(flips))
+
+
+class DecodedSplit(ABC):
+    """A training split after its deterministic steps: the images of each side (A, B) on ``device``.
+
+    A subclass says what a sample is (:meth:`cuts`: which image of each side, and its draws) and what else
+    a batch holds (:meth:`extras`); decoding, cutting, flipping and normalising are shared.
+    """
+
+    def __init__(self, dataset: Any, device: torch.device, *, mode: str) -> None:
         self.dataset = dataset
+        self.options: PairedDataOptions = dataset.options
         self.mode = mode
         self.device = device
-        opts = dataset.options
-        self._resize = resize(opts, opts.load_size) if opts.load_size is not None else None
-        self.images = self._decode_all(max(1, opts.num_workers))
-        if any(t.dtype != torch.uint8 for pair in self.images for t in pair):  # one dtype per batch
-            self.images = [(_float(a), _float(b)) for a, b in self.images]
-        self.dtype = self.images[0][0].dtype if self.images else torch.uint8
-        self.nbytes = sum(t.numel() * t.element_size() for pair in self.images for t in pair)
+        load = self.options.load_size
+        self._resize = resize(self.options, load) if load is not None else None
+        self.images = self._decode_all(max(1, self.options.num_workers))
+        if any(t.dtype != torch.uint8 for side in self.images.values() for t in side):  # one dtype per batch
+            self.images = {name: [_float(t) for t in side] for name, side in self.images.items()}
+        self.dtype = next((t.dtype for side in self.images.values() for t in side), torch.uint8)
+        self.nbytes = sum(t.numel() * t.element_size() for side in self.images.values() for t in side)
         #: uint8 value -> normalised float32, made by the worker path's CPU operations (see the module), per device.
         self._tables: dict[torch.device, torch.Tensor] = {}
 
-    def _decode_all(self, threads: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Every pair, decoded by ``threads`` threads (Pillow and torch release the GIL while they work)."""
-        pairs = self.dataset.pairs
-        show = sys.stderr.isatty()
-        images: list[tuple[torch.Tensor, torch.Tensor]] = []
+    # -- what a subclass says ------------------------------------------------------
+    @abstractmethod
+    def jobs(self) -> int:
+        """How many decoding jobs the split takes."""
+
+    @abstractmethod
+    def decode(self, job: int) -> dict[str, torch.Tensor]:
+        """The [0, 1] images of one job by side, before the resize (a damaged file: one DatasetError naming it)."""
+
+    @abstractmethod
+    def cuts(self, epoch: int, index: int) -> dict[str, Cut]:
+        """Each side's image and draws for sample ``index`` in ``epoch``."""
+
+    @abstractmethod
+    def extras(self, indices: list[int], cuts: list[dict[str, Cut]]) -> dict[str, Any]:
+        """The batch's entries besides A and B, as the default collate gives them."""
+
+    @abstractmethod
+    def counted(self) -> str:
+        """What the split holds, for the summary."""
+
+    # -- decoding ----------------------------------------------------------------------
+    def _decode_all(self, threads: int) -> dict[str, list[torch.Tensor]]:
+        """Every job, decoded by ``threads`` threads (Pillow and torch release the GIL while they work)."""
+        total, show = self.jobs(), sys.stderr.isatty()
+        images: dict[str, list[torch.Tensor]] = {"A": [], "B": []}
         with ThreadPoolExecutor(threads, thread_name_prefix="nectargan-cache") as pool:
-            for done, pair in enumerate(pool.map(self._decode, range(len(pairs))), 1):
-                images.append(pair)
-                if show and (done % 64 == 0 or done == len(pairs)):
-                    print(f"\r  data cache: decoded {done}/{len(pairs)} training pairs", end="", file=sys.stderr)
-        if show and pairs:
+            for done, decoded in enumerate(pool.map(self._decode_stored, range(total)), 1):
+                for side, image in decoded.items():
+                    images[side].append(image)
+                if show and (done % 64 == 0 or done == total):
+                    print(f"\r  data cache: decoded {done}/{total}", end="", file=sys.stderr)
+        if show and total:
             print(file=sys.stderr)
         return images
 
-    def _decode(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
-        a, b = self.dataset.load(self.dataset.pairs[index])  # a damaged file: one DatasetError naming it
+    def _decode_stored(self, job: int) -> dict[str, torch.Tensor]:
+        decoded = self.decode(job)
         if self._resize is not None:
-            a, b = (self._resize(tv_tensors.Image(x)).as_subclass(torch.Tensor) for x in (a, b))
-        return stored(a).to(self.device), stored(b).to(self.device)
+            decoded = {side: self._resize(tv_tensors.Image(x)).as_subclass(torch.Tensor) for side, x in decoded.items()}
+        return {side: stored(x).to(self.device) for side, x in decoded.items()}
 
     def describe(self) -> str:
-        return f"{self.mode}, {mib(self.nbytes)}, {len(self.images)} pairs"
+        return f"{self.mode}, {mib(self.nbytes)}, {self.counted()}"
 
     # -- one batch ---------------------------------------------------------------
-    def draws(self, epoch: int, index: int) -> tuple[int, int, list[int]]:
-        """(top, left, flips) of sample ``index`` in ``epoch``: the draws the worker path's transform makes.
-
-        Same generator algorithm and seed as ``torch.manual_seed(sample_seed(...))``, same calls in the same
-        order: RandomCrop's top then left (each only when that side is larger), then per paired augmentation
-        ``rand(1) >= p`` to skip it, and rot90's ``randint(1, 4)`` on square images (k = 2 otherwise, undrawn).
-        """
-        opts = self.dataset.options
-        generator = torch.Generator().manual_seed(sample_seed(self.dataset.seed, epoch, index))
-        height, width = self.images[index][0].shape[-2:]
-        top = left = 0
-        if opts.crop_size is not None:
-            crop = opts.crop_size
-            if height > crop:
-                top = int(torch.randint(0, height - crop + 1, size=(), generator=generator))
-            if width > crop:
-                left = int(torch.randint(0, width - crop + 1, size=(), generator=generator))
-            height, width = min(height, crop), min(width, crop)
-        flips: list[int] = []
-        for spec in opts.augment:
-            if torch.rand(1, generator=generator) >= spec.p:
-                flips.append(0)
-            elif spec.name == "rot90":
-                flips.append(int(torch.randint(1, 4, (), generator=generator)) if height == width else 2)
-            else:
-                flips.append(1)
-        return top, left, flips
-
     def batch(self, keys: Sequence[tuple[int, int]], target: torch.device) -> dict[str, Any]:
         """The collated batch of ``(epoch, index)`` keys, with A and B on ``target``."""
-        opts = self.dataset.options
         indices = [index for _, index in keys]
-        draws = [self.draws(epoch, index) for epoch, index in keys]
-        sides = []
-        for side in (0, 1):
-            crops = [self._crop(self.images[index][side], top, left) for index, (top, left, _) in zip(indices, draws)]
-            sides.append(self._gather(crops, target))
-        for position, spec in enumerate(opts.augment):
-            sides = _apply(spec.name, sides, [flips[position] for _, _, flips in draws])
-        a, b = (self._normalise(x) for x in sides)
-        return {"A": a, "B": b, "path": [str(self.dataset.pairs[i].a) for i in indices],
-                "index": torch.tensor(indices, dtype=torch.int64)}
+        cuts = [self.cuts(epoch, index) for epoch, index in keys]
+        batch: dict[str, Any] = {}
+        for side in ("A", "B"):
+            mine = [sample[side] for sample in cuts]
+            x = self._gather([self._crop(self.images[side][cut.image], cut) for cut in mine], target)
+            for position, spec in enumerate(self.options.augment):
+                _apply(spec.name, x, [cut.flips[position] for cut in mine])
+            batch[side] = self._normalise(x)
+        return {**batch, **self.extras(indices, cuts)}
 
-    def _crop(self, image: torch.Tensor, top: int, left: int) -> torch.Tensor:
-        crop = self.dataset.options.crop_size
+    def _crop(self, image: torch.Tensor, cut: Cut) -> torch.Tensor:
+        crop = self.options.crop_size
         if crop is None:
             return image
-        return image[:, top:top + crop, left:left + crop]
+        return image[:, cut.top:cut.top + crop, cut.left:cut.left + crop]
 
     def _gather(self, crops: list[torch.Tensor], target: torch.device) -> torch.Tensor:
         """One ``N x C x H x W`` tensor on ``target``: stacked where the crops are, then copied once (pinned)."""
@@ -295,21 +345,77 @@ class DecodedSplit:
         return self._tables[x.device][x.long()]
 
 
+class PairedCache(DecodedSplit):
+    """A paired split: pair i is image i of A and of B, and one set of draws moves both (as the worker
+    path's transform, called on the pair, does)."""
+
+    dataset: PairedDataset
+
+    def jobs(self) -> int:
+        return len(self.dataset.pairs)
+
+    def decode(self, job: int) -> dict[str, torch.Tensor]:
+        a, b = self.dataset.load(self.dataset.pairs[job])
+        return {"A": a, "B": b}
+
+    def cuts(self, epoch: int, index: int) -> dict[str, Cut]:
+        generator = torch.Generator().manual_seed(sample_seed(self.dataset.seed, epoch, index))
+        cut = draw_cut(generator, index, self.images["A"][index].shape, self.options)
+        return {"A": cut, "B": cut}
+
+    def extras(self, indices: list[int], cuts: list[dict[str, Cut]]) -> dict[str, Any]:
+        return {"path": [str(self.dataset.pairs[i].a) for i in indices],
+                "index": torch.tensor(indices, dtype=torch.int64)}
+
+    def counted(self) -> str:
+        return f"{len(self.dataset.pairs)} pairs"
+
+
+class UnpairedCache(DecodedSplit):
+    """An unpaired split: item i takes A[i mod |A|] and a B drawn first (or B[i mod |B|] with ``serial``);
+    then A's draws, then B's, each image transformed on its own (as the worker path's ``single`` does)."""
+
+    dataset: UnpairedDataset
+
+    def jobs(self) -> int:
+        return sum(len(paths) for paths in self.dataset.paths.values())
+
+    def decode(self, job: int) -> dict[str, torch.Tensor]:
+        count = len(self.dataset.paths["A"])
+        domain, position = ("A", job) if job < count else ("B", job - count)
+        image = read_image(self.dataset.paths[domain][position])
+        return {domain: to_channels(image, self.dataset.channels[domain])}
+
+    def cuts(self, epoch: int, index: int) -> dict[str, Cut]:
+        generator = torch.Generator().manual_seed(sample_seed(self.dataset.seed, epoch, index))
+        a_count, b_count = len(self.images["A"]), len(self.images["B"])
+        b = index % b_count if self.options.serial else int(torch.randint(b_count, (), generator=generator))
+        a_cut = draw_cut(generator, index % a_count, self.images["A"][index % a_count].shape, self.options)
+        return {"A": a_cut, "B": draw_cut(generator, b, self.images["B"][b].shape, self.options)}
+
+    def extras(self, indices: list[int], cuts: list[dict[str, Cut]]) -> dict[str, Any]:
+        paths = self.dataset.paths
+        return {"A_path": [str(paths["A"][cut["A"].image]) for cut in cuts],
+                "B_path": [str(paths["B"][cut["B"].image]) for cut in cuts],
+                "index": torch.tensor(indices, dtype=torch.int64)}
+
+    def counted(self) -> str:
+        return f"{len(self.dataset.paths['A'])} A + {len(self.dataset.paths['B'])} B images"
+
+
 def unit_table() -> torch.Tensor:
     """uint8 values 0-255 in [0, 1], computed as :func:`~.decode.to_unit` computes them (on the CPU)."""
     return torch.arange(256, dtype=torch.uint8).to(torch.float32) / 255.0
 
 
-def _apply(name: str, sides: list[torch.Tensor], choice: list[int]) -> list[torch.Tensor]:
-    """A paired augmentation on the A and B batches: sample i takes ``choice[i]`` (0: untouched, else a
-    flip, or rot90's number of quarter turns). The choices are host values: nothing waits for the device."""
+def _apply(name: str, x: torch.Tensor, choice: list[int]) -> None:
+    """A paired augmentation on a batch, in place: sample i takes ``choice[i]`` (0: untouched, else a flip,
+    or rot90's number of quarter turns). The choices are host values: nothing waits for the device."""
     for k in sorted(set(choice) - {0}):
-        chosen = torch.tensor([i for i, c in enumerate(choice) if c == k]).to(sides[0].device, non_blocking=True)
-        for x in sides:  # fresh batch tensors: changed in place, only the chosen samples are moved
-            picked = x[chosen]
-            x[chosen] = torch.rot90(picked, k, dims=(-2, -1)) if name == "rot90" else picked.flip(
-                -1 if name == "hflip" else -2)
-    return sides
+        chosen = torch.tensor([i for i, c in enumerate(choice) if c == k]).to(x.device, non_blocking=True)
+        picked = x[chosen]
+        x[chosen] = torch.rot90(picked, k, dims=(-2, -1)) if name == "rot90" else picked.flip(
+            -1 if name == "hflip" else -2)
 
 
 def _float(image: torch.Tensor) -> torch.Tensor:
@@ -346,8 +452,8 @@ class CachedLoader:
             yield self.cache.batch(keys[start:start + self.batch_size], self.device)
 
 
-def cached_loader(dataset: PairedDataset, device: Optional[torch.device | str]) -> tuple[Optional[CachedLoader],
-                                                                                        CacheChoice]:
+def cached_loader(dataset: Union[PairedDataset, UnpairedDataset], device: Optional[torch.device | str]
+                  ) -> tuple[Optional[CachedLoader], CacheChoice]:
     """The cached training loader ``data.cache`` asks for and the choice made; no loader for the worker path
     (off, or auto that does not fit: then one line to stderr says why)."""
     opts = dataset.options
@@ -368,7 +474,8 @@ def cached_loader(dataset: PairedDataset, device: Optional[torch.device | str]) 
               file=sys.stderr)
         return None, choice
     home = target if choice.mode == "device" else torch.device("cpu")
-    cache = DecodedSplit(dataset, home, mode=choice.mode)
+    kind = UnpairedCache if isinstance(dataset, UnpairedDataset) else PairedCache
+    cache = kind(dataset, home, mode=choice.mode)
     sampler = EpochSampler(len(dataset), shuffle=opts.shuffle, seed=dataset.seed)
     return CachedLoader(cache, sampler, batch_size=opts.batch_size, drop_last=opts.drop_last, device=target), choice
 

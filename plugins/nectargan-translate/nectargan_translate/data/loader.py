@@ -19,6 +19,7 @@ from nectargan_core import ResumableSampler
 from nectargan_core.signals import leave_stopping_to_main
 
 from .paired import PairedDataset, collate
+from .unpaired import UnpairedDataset
 
 
 class EpochSampler(ResumableSampler):
@@ -48,7 +49,7 @@ def build_dataloader(dataset: PairedDataset, *, device: Optional[torch.device | 
     """
     options = dataset.options
     choice = None
-    if isinstance(dataset, PairedDataset) and dataset.split == "train":
+    if isinstance(dataset, (PairedDataset, UnpairedDataset)) and dataset.split == "train":
         from .cache import cached_loader
 
         cached, choice = cached_loader(dataset, device)

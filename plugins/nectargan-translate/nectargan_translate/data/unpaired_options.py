@@ -13,9 +13,7 @@ paired one, so its options are the paired dataset's
 * ``serial`` pairs training item ``i`` with ``B[i mod |B|]`` instead of a
   random B image;
 * every augmentation, photometric ones included, applies to each image on its
-  own (nothing is a target that must stay clean);
-* ``cache`` is ``auto`` or ``off``, and both load in the workers: the
-  decode-once cache (:mod:`.cache`) serves paired data only.
+  own (nothing is a target that must stay clean).
 """
 
 from __future__ import annotations
@@ -36,8 +34,6 @@ class UnpairedDataOptions(PairedDataOptions):
     direction: Literal["AtoB", "BtoA"] = Field("AtoB", description="BtoA swaps the two domains (reads SB/ as A)")
     in_channels: Channels = Field(3, description="Channels of domain A (after direction): 1, 3 or 4")
     out_channels: Channels = Field(3, description="Channels of domain B (after direction): 1, 3 or 4")
-    cache: Literal["auto", "off"] = Field(  # type: ignore[assignment]
-        "auto", description="Always the worker path for now (the decode-once cache serves paired data only)")
     serial: bool = Field(False, description="Training item i takes B[i mod |B|] instead of a random B image "
                                             "(the reference's --serial_batches; shuffling is data.shuffle)")
 
