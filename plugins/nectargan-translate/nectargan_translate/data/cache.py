@@ -481,7 +481,7 @@ def cached_loader(dataset: Union[PairedDataset, UnpairedDataset], device: Option
 
 
 def cache_summary(loader: Any) -> str:
-    """The training loader's cache for the run's start summary: ``device, 188 MiB, 960 pairs``, or ``off``
+    """The training loader's cache for the run's start summary: ``device, 449 MiB, 960 pairs``, or ``off``
     (with auto's reason)."""
     if isinstance(loader, CachedLoader):
         return loader.cache.describe()
