@@ -256,6 +256,22 @@ def test_unpaired_cached_batches_equal_the_workers_batches(tmp_path, options):
     assert len(drawn) > 1  # B images were drawn (or taken in turn), not one repeated
 
 
+def test_images_of_different_sizes_in_a_batch_are_the_workers_one_line(tmp_path):
+    save(tmp_path / "train" / "A" / "0.png", noise(16))
+    save(tmp_path / "train" / "B" / "0.png", noise(16))
+    save(tmp_path / "train" / "A" / "1.png", noise(20))
+    save(tmp_path / "train" / "B" / "1.png", noise(20))
+    options = {"root": str(tmp_path), "load_size": None, "crop_size": None, "batch_size": 2, "verify": "none",
+               "shuffle": False, "num_workers": 0, "augment": []}
+    messages = []
+    for cache in ("off", "memory"):
+        with pytest.raises(DatasetError) as error:
+            next(iter(build_dataloader(PairedDataset({**options, "cache": cache}))))
+        messages.append(str(error.value))
+    assert messages[0] == messages[1]
+    assert messages[1].startswith(f"{tmp_path / 'train' / 'A' / '1.png'} gives A of shape (3, 20, 20) but ")
+
+
 def test_a_damaged_image_stops_the_cache_with_one_line_naming_it(tmp_path):
     root = aligned_dataset(tmp_path, {"train": 4}, size=40)
     broken = root / "train" / "002.png"

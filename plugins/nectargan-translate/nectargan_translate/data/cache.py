@@ -276,6 +276,10 @@ class DecodedSplit(ABC):
         """The batch's entries besides A and B, as the default collate gives them."""
 
     @abstractmethod
+    def name(self, side: str, image: int) -> str:
+        """The file that image ``image`` of ``side`` comes from, as the batch names it."""
+
+    @abstractmethod
     def counted(self) -> str:
         """What the split holds, for the summary."""
 
@@ -311,7 +315,7 @@ class DecodedSplit(ABC):
         batch: dict[str, Any] = {}
         for side in ("A", "B"):
             mine = [sample[side] for sample in cuts]
-            x = self._gather([self._crop(self.images[side][cut.image], cut) for cut in mine], target)
+            x = self._gather(side, mine, target)
             for position, spec in enumerate(self.options.augment):
                 _apply(spec.name, x, [cut.flips[position] for cut in mine])
             batch[side] = self._normalise(x)
@@ -323,13 +327,16 @@ class DecodedSplit(ABC):
             return image
         return image[:, cut.top:cut.top + crop, cut.left:cut.left + crop]
 
-    def _gather(self, crops: list[torch.Tensor], target: torch.device) -> torch.Tensor:
-        """One ``N x C x H x W`` tensor on ``target``: stacked where the crops are, then copied once (pinned)."""
-        if len({tuple(c.shape) for c in crops}) > 1:
-            got, want = tuple(crops[-1].shape), tuple(crops[0].shape)
-            raise DatasetError(f"the cached training split gives images of shape {got} and {want}: images of "
-                               "different sizes cannot share a batch with resizing off; set data.load_size, or a "
-                               "batch size of 1")
+    def _gather(self, side: str, cuts: list[Cut], target: torch.device) -> torch.Tensor:
+        """The crops of ``side`` as one ``N x C x H x W`` tensor on ``target``: stacked where they are, then
+        copied once (pinned); crops of different sizes are the worker path's one line naming two files."""
+        crops = [self._crop(self.images[side][cut.image], cut) for cut in cuts]
+        for cut, crop in zip(cuts[1:], crops[1:]):
+            if crop.shape != crops[0].shape:
+                got, want = tuple(crop.shape), tuple(crops[0].shape)
+                raise DatasetError(f"{self.name(side, cut.image)} gives {side} of shape {got} but "
+                                   f"{self.name(side, cuts[0].image)} {want}: images of different sizes cannot share "
+                                   "a batch with resizing off; set data.load_size, or a batch size of 1")
         if crops[0].device == target:
             return torch.stack(crops)
         staging = torch.empty((len(crops), *crops[0].shape), dtype=crops[0].dtype, pin_memory=target.type == "cuda")
@@ -367,6 +374,9 @@ class PairedCache(DecodedSplit):
         return {"path": [str(self.dataset.pairs[i].a) for i in indices],
                 "index": torch.tensor(indices, dtype=torch.int64)}
 
+    def name(self, side: str, image: int) -> str:
+        return str(self.dataset.pairs[image].a)
+
     def counted(self) -> str:
         return f"{len(self.dataset.pairs)} pairs"
 
@@ -394,10 +404,12 @@ class UnpairedCache(DecodedSplit):
         return {"A": a_cut, "B": draw_cut(generator, b, self.images["B"][b].shape, self.options)}
 
     def extras(self, indices: list[int], cuts: list[dict[str, Cut]]) -> dict[str, Any]:
-        paths = self.dataset.paths
-        return {"A_path": [str(paths["A"][cut["A"].image]) for cut in cuts],
-                "B_path": [str(paths["B"][cut["B"].image]) for cut in cuts],
+        return {"A_path": [self.name("A", cut["A"].image) for cut in cuts],
+                "B_path": [self.name("B", cut["B"].image) for cut in cuts],
                 "index": torch.tensor(indices, dtype=torch.int64)}
+
+    def name(self, side: str, image: int) -> str:
+        return str(self.dataset.paths[side][image])
 
     def counted(self) -> str:
         return f"{len(self.dataset.paths['A'])} A + {len(self.dataset.paths['B'])} B images"
