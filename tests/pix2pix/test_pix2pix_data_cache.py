@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pytest
 import torch
-from PIL import Image
 
 from nectargan_core import Run, load_checkpoint
 from nectargan_core.errors import ConfigError
@@ -18,7 +17,6 @@ from nectargan_translate.data.unpaired_options import parse_unpaired
 from pix2pix_data_helpers import aligned_dataset, folders_dataset, noise, save, save_png16_rgb
 
 FLIPS = [{"name": "hflip", "p": 0.5}, {"name": "vflip", "p": 0.5}, {"name": "rot90", "p": 0.5}]
-MIB = 1 << 20
 
 #: Every way the training split is sized: (options, layout). Images are 40x40 (aligned: per side).
 MODES = {
@@ -189,7 +187,8 @@ def test_every_process_of_a_run_on_a_host_holds_its_own_copy():
     with pytest.raises(DatasetError, match=r"^data.cache: memory needs 4,096 MiB \(2 processes x 2,048 MiB\) for"):
         choose_cache("memory", 2 * GIB, cuda=False, free_device=None, free_host=3 * GIB, host_copies=2)
     # one GPU per process: device memory is not shared
-    assert choose_cache("device", 2 * GIB, cuda=True, free_device=3 * GIB, free_host=GIB, host_copies=2).mode == "device"
+    choice = choose_cache("device", 2 * GIB, cuda=True, free_device=3 * GIB, free_host=GIB, host_copies=2)
+    assert choice.mode == "device"
 
 
 def test_auto_falls_back_to_the_workers_with_one_line_saying_why(tmp_path, capsys, monkeypatch):
