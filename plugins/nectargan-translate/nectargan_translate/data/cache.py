@@ -339,7 +339,8 @@ class DecodedSplit(ABC):
                                    "a batch with resizing off; set data.load_size, or a batch size of 1")
         if crops[0].device == target:
             return torch.stack(crops)
-        staging = torch.empty((len(crops), *crops[0].shape), dtype=crops[0].dtype, pin_memory=target.type == "cuda")
+        pin = target.type == "cuda" and self.options.pin_memory is not False  # data.pin_memory: null pins on CUDA
+        staging = torch.empty((len(crops), *crops[0].shape), dtype=crops[0].dtype, pin_memory=pin)
         return torch.stack(crops, out=staging).to(target, non_blocking=True)
 
     def _normalise(self, x: torch.Tensor) -> torch.Tensor:
