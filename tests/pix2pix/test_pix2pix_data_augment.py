@@ -143,7 +143,7 @@ def test_eval_loaders_are_sequential_with_their_own_batch_size(twin_root):
 
 
 def test_loader_settings_follow_the_options(twin_root):
-    opts = {"root": str(twin_root), **SIZES, "batch_size": 4, "drop_last": True, "shuffle": False}
+    opts = {"root": str(twin_root), **SIZES, "batch_size": 4, "drop_last": True, "shuffle": False, "cache": "off"}
     loader = build_dataloader(PairedDataset(opts))
     assert loader.batch_size == 4 and loader.drop_last and not loader.pin_memory
     assert not loader.persistent_workers and loader.num_workers == 0

@@ -65,7 +65,7 @@ def test_training_starts_by_printing_and_recording_what_defines_the_run(grey_run
     generator = sum(p.numel() for p in load_generator(run_dir).model.parameters())
     discriminator = sum(p.numel() for p in build_discriminator(get_plugins().registry, config).parameters())
     rows = dict(json.loads((run_dir / "summary.json").read_text())["rows"])
-    assert list(rows) == ["trainer", "device", "precision", "generator", "discriminator", "data", "loss",
+    assert list(rows) == ["trainer", "device", "precision", "generator", "discriminator", "data", "data cache", "loss",
                           "optimizer", "lr schedule", "schedule", "examples", "seed"]
     assert rows["precision"] == "fp32 (precision.amp: auto)"
     assert rows["generator"].startswith(f"unet: {generator:,} parameters, 1 -> 3 channels, inputs multiples of "

@@ -37,7 +37,7 @@ def dataset_outcomes(workers: int, folder: Path) -> None:
         if path.is_file():
             shutil.copy(path, root / "train" / path.name)
     options = {"root": str(root), "verify": "none", "load_size": 16, "crop_size": 16, "num_workers": workers,
-               "persistent_workers": False, "batch_size": 1, "shuffle": False}
+               "persistent_workers": False, "batch_size": 1, "shuffle": False, "cache": "off"}
     dataset = PairedDataset(options, "train")
     iterator = iter(build_dataloader(dataset))
     for _ in range(len(dataset)):

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Optional
 import torch
 
 from nectargan_losses.schedules import Constant, build_schedule
+from nectargan_translate.data.cache import cache_summary
 from nectargan_translate.data.listing import find_pairs, split_dir
 from nectargan_translate.data.paired import PairedDataset
 from nectargan_translate.options import data_channels
@@ -30,7 +31,7 @@ def pix2pix_rows(trainer: Any, base: Mapping[str, str]) -> dict[str, str]:
     """The base rows (trainer, device, schedule, seed) with the pix2pix ones in reading order."""
     rows = {"trainer": base["trainer"], "device": base["device"], "precision": precision_row(trainer),
             "generator": generator_row(trainer), "discriminator": discriminator_row(trainer),
-            "data": data_row(trainer), "loss": loss_row(trainer), "optimizer": optimizer_row(trainer),
+            "data": data_row(trainer), **cache_row(trainer), "loss": loss_row(trainer), "optimizer": optimizer_row(trainer),
             "lr schedule": lr_row(trainer), "schedule": base["schedule"]}
     examples = examples_row(trainer)
     if examples:
@@ -124,6 +125,13 @@ def data_row(trainer: Any) -> str:
                         for item in options.get("augment") or []) or "none"
     return (f"{options.get('root')} ({layout}, {options.get('direction')}): {sizes}; "
             f"train: {' -> '.join(steps) or 'original sizes'}, augment {augment}, batch {options.get('batch_size')}")
+
+
+def cache_row(trainer: Any) -> dict[str, str]:
+    """``data cache``: where the decoded training split lives and its size (paired data only)."""
+    if not isinstance(trainer.train_set, PairedDataset):
+        return {}
+    return {"data cache": cache_summary(trainer.train_loader)}
 
 
 def term_text(term: Any) -> str:

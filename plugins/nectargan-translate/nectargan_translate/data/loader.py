@@ -3,12 +3,14 @@
 Training batches come through :class:`EpochSampler`, a
 :class:`nectargan_core.ResumableSampler` (shuffled by seed and epoch,
 resumable mid-epoch) that hands the epoch to the dataset with every index.
-Validation and test batches are read in order, unshuffled.
+Validation and test batches are read in order, unshuffled. With
+``data.cache`` (see :mod:`.cache`) the training split is decoded once and the
+loader is a :class:`~.cache.CachedLoader`, which gives the same batches.
 """
 
 from __future__ import annotations
 
-from typing import Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import torch
 from torch.utils.data import DataLoader
@@ -17,6 +19,7 @@ from nectargan_core import ResumableSampler
 from nectargan_core.signals import leave_stopping_to_main
 
 from .paired import PairedDataset, collate
+from .unpaired import UnpairedDataset
 
 
 class EpochSampler(ResumableSampler):
@@ -34,7 +37,7 @@ class EpochSampler(ResumableSampler):
 
 
 def build_dataloader(dataset: PairedDataset, *, device: Optional[torch.device | str] = None,
-                     indices: Optional[Sequence[int]] = None) -> DataLoader:
+                     indices: Optional[Sequence[int]] = None) -> Any:
     """A DataLoader for ``dataset`` configured by its options.
 
     train: ``data.batch_size``, EpochSampler (``data.shuffle``, ``dataset.seed``), ``data.drop_last``.
@@ -42,8 +45,16 @@ def build_dataloader(dataset: PairedDataset, *, device: Optional[torch.device | 
     ``indices``, in their order: a process's share of a distributed validation).
     ``pin_memory: null`` pins when ``device`` is CUDA. Worker processes ignore SIGINT and SIGTERM
     (:func:`nectargan_core.signals.leave_stopping_to_main`).
+    train with ``data.cache`` on: a :class:`~.cache.CachedLoader` (same sampler, batches and length).
     """
     options = dataset.options
+    choice = None
+    if isinstance(dataset, (PairedDataset, UnpairedDataset)) and dataset.split == "train":
+        from .cache import cached_loader
+
+        cached, choice = cached_loader(dataset, device)
+        if cached is not None:
+            return cached
     workers = options.num_workers
     pin = options.pin_memory
     if pin is None:
@@ -55,6 +66,7 @@ def build_dataloader(dataset: PairedDataset, *, device: Optional[torch.device | 
         sampler = EpochSampler(len(dataset), shuffle=options.shuffle, seed=dataset.seed)
         loader = DataLoader(dataset, batch_size=options.batch_size, sampler=sampler, drop_last=options.drop_last,
                             **loading)
+        loader.cache_choice = choice  # what the start summary shows (see cache.cache_summary)
     else:
         order = {"shuffle": False} if indices is None else {"sampler": list(indices)}
         loader = DataLoader(dataset, batch_size=getattr(options, dataset.split).batch_size, **order, **loading)

@@ -25,6 +25,9 @@ PREFETCH_WHY = "every batch loaded ahead waits in memory, per worker (torch's de
 #: kernel fits an image NectarGAN handles.
 MAX_KERNEL = 2 * MAX_IMAGE_SIDE - 1
 KERNEL_WHY = f"a blur kernel must be narrower than twice the image side, and images are at most {MAX_IMAGE_SIDE}"
+#: The augmentations a decode-once cache applies to whole batches (exact moves of pixels); any other needs
+#: the per-sample worker path (see :mod:`.cache`).
+CACHED_AUGMENTATIONS = frozenset({"hflip", "vflip", "rot90"})
 
 
 def _ordered(value: tuple[Any, Any]) -> tuple[Any, Any]:
@@ -233,6 +236,10 @@ class PairedDataOptions(Section):
     persistent_workers: bool = Field(True, description="Keep workers alive between epochs")
     prefetch_factor: Optional[Annotated[int, at_most(MAX_PREFETCH, PREFETCH_WHY)]] = Field(
         None, ge=1, description="Batches loaded ahead per worker (null: 2)")
+    cache: Literal["auto", "off", "memory", "device"] = Field(
+        "auto", description="Decode the training split once and crop, flip and normalise batches from it: "
+                            "memory: in host RAM; device: on the training GPU (memory on a CPU run); off: decode "
+                            "in the workers every epoch; auto: device, memory or off by what fits")
     val: ValSplitOptions = Field(default_factory=ValSplitOptions, description="Validation split")
     test: TestSplitOptions = Field(default_factory=TestSplitOptions, description="Test split")
 
@@ -265,6 +272,18 @@ class PairedDataOptions(Section):
                 raise ValueError(f"augment.{index} ({spec.name}): {what} gives a {kernel}-pixel blur kernel, too "
                                  f"large for {side}-pixel training images (at most {2 * side - 1}: a kernel must be "
                                  "narrower than twice the image)")
+        return self
+
+    @model_validator(mode="after")
+    def _cacheable(self) -> "PairedDataOptions":
+        """An explicit cache cannot apply every augmentation to a batch: refuse one it cannot, naming it."""
+        if self.cache in ("memory", "device"):
+            for index, spec in enumerate(self.augment):
+                if spec.name not in CACHED_AUGMENTATIONS:
+                    names = ", ".join(sorted(CACHED_AUGMENTATIONS))
+                    raise ValueError(f"cache: {self.cache} applies only crops and {names} to batches, not "
+                                     f"augment.{index} ({spec.name}); set data.cache: off (or auto, which then "
+                                     "loads in the workers)")
         return self
 
     def folder(self, split: Split) -> str:
