@@ -31,15 +31,18 @@ def host(nectargan_plugin_host):
     return nectargan_plugin_host(kitgan_plugin)
 
 
-def train(host, tmp_path: Path, name: str, graphs: bool, epochs: int = 3, nonfinite: str = "stop", **kitgan):
+def train(host, tmp_path: Path, name: str, graphs: bool, epochs: int = 3, nonfinite: str = "stop",
+          capturable: bool = True, **kitgan):
     """Train kitgan on CUDA with the step captured (``graphs``) or eagerly.
 
-    The eager run's optimizers use their capturable formulation too (on CUDA
-    it also runs eagerly): foreach and single-tensor Adam compute the same
-    update in another order of operations when capturable, and Adam turns
-    rounding differences in near-zero gradients into differences of the
-    order of the learning rate, so only the same formulation can be compared
-    this closely. The fused kernel has one formulation.
+    Both runs' optimizers use their capturable formulation from the first step
+    (on CUDA it also runs eagerly): foreach and single-tensor Adam compute the
+    same update in another order of operations when capturable, and Adam
+    turns rounding differences in near-zero gradients into differences of the
+    order of the learning rate (measured on an H200: 0.12 after 24 steps when
+    only the graph run's captured steps were capturable), so only the same
+    formulation can be compared this closely. The fused kernel has one
+    formulation: graph and eager runs of it were equal to the bit.
     """
     config = {
         "trainer": "kitgan",
@@ -52,11 +55,11 @@ def train(host, tmp_path: Path, name: str, graphs: bool, epochs: int = 3, nonfin
     trainer = Run.create(config, host=host).trainer
     trainer.prepare()
     assert trainer.step_graphs.enabled, trainer.step_graphs.decision.text  # auto on CUDA: on
+    for update in trainer.kit.updates:
+        for group in update.optimizer.param_groups:
+            group["capturable"] = capturable
     if not graphs:
         trainer.step_graphs = StepGraphs(trainer, GraphDecision(False, "eager reference"))
-        for update in trainer.kit.updates:
-            for group in update.optimizer.param_groups:
-                group["capturable"] = True
     trainer.fit()
     return trainer
 
@@ -135,7 +138,7 @@ def test_fp16_grad_scaler_inside_the_graph(host, tmp_path):
 
 
 def test_capture_makes_optimizers_capturable_only_while_capturing(host, tmp_path):
-    trainer = train(host, tmp_path, "graph", True, epochs=1, implementation="foreach")
+    trainer = train(host, tmp_path, "graph", True, epochs=1, implementation="foreach", capturable=False)
     groups = [g for u in trainer.kit.updates for g in u.optimizer.param_groups]
     assert trainer.step_graphs.replays > 0 and all(g["capturable"] is False for g in groups)
     trainer.kit.begin_capture()
@@ -163,7 +166,9 @@ def test_a_graph_run_resumes_from_its_checkpoints_as_if_never_stopped(host, tmp_
     assert len(checkpoints) == 3
     for checkpoint in checkpoints:
         resumed = Run.resume(full.dir, checkpoint=checkpoint, host=host).fit()
-        assert resumed.trainer.global_step == 32 and resumed.trainer.step_graphs.replays > 0
+        left = 32 - int(checkpoint.stem.rsplit("step", 1)[1])
+        assert resumed.trainer.global_step == 32
+        assert resumed.trainer.step_graphs.replays == max(0, left - 3)  # 3 warm-up steps, then replays
         worst = compare(resumed.trainer, full.trainer)
         print(f"[graphs] resumed from {checkpoint.name}: max |diff| {worst:.3g}")
         assert worst <= ATOL, checkpoint.name
