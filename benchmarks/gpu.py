@@ -149,9 +149,21 @@ def cuda_trainer(size: int, batch: int, **sections: Any) -> Any:
     return bench.make_trainer(size, batch, run={"device": DEV}, precision=precision, **sections)
 
 
-def bench_steps(sizes: list[tuple[int, int]], repeats: int) -> None:
+def against_reference(trainers: dict[str, Any], base: Any, size: int, batch: int) -> dict[str, Callable[[int], Any]]:
+    """One step of each trainer through the engine, and the reference's step on copies of ``base``'s networks."""
     import run as bench
 
+    G, D = copy.deepcopy(base.generator), copy.deepcopy(base.discriminator)
+    ref = reference_step(G, D, reference_adam(G.parameters()), reference_adam(D.parameters()))
+    data = cuda_batches(size, batch)
+    variants: dict[str, Callable[[int], Any]] = {"reference_fp32": lambda i: ref(data[i % len(data)])}
+    for name, trainer in trainers.items():
+        step = bench.engine_step(trainer)
+        variants[name] = (lambda s: (lambda i: s(data[i % len(data)], i)))(step)
+    return variants
+
+
+def bench_steps(sizes: list[tuple[int, int]], repeats: int) -> None:
     print("\n== 1. pix2pix step: reference (fp32) vs ours (fp32, bf16, fp16, bf16+channels_last) ==", flush=True)
     out: dict[str, Any] = {}
     for size, batch in sizes:
@@ -162,14 +174,7 @@ def bench_steps(sizes: list[tuple[int, int]], repeats: int) -> None:
         }
         if DEV == "cuda":  # fp16 training needs a GPU (the trainer refuses it on the CPU)
             trainers["ours_fp16"] = cuda_trainer(size, batch, precision={"amp": "fp16"})
-        base = trainers["ours_fp32"]
-        G, D = copy.deepcopy(base.generator), copy.deepcopy(base.discriminator)
-        ref = reference_step(G, D, reference_adam(G.parameters()), reference_adam(D.parameters()))
-        data = cuda_batches(size, batch)
-        variants: dict[str, Callable[[int], Any]] = {"reference_fp32": lambda i: ref(data[i % len(data)])}
-        for name, trainer in trainers.items():
-            step = bench.engine_step(trainer)
-            variants[name] = (lambda s: (lambda i: s(data[i % len(data)], i)))(step)
+        variants = against_reference(trainers, trainers["ours_fp32"], size, batch)
         med = timed(variants, repeats)
         memory = {name: peak_memory(fn) for name, fn in variants.items()}
         key = f"{size}x{batch}"
@@ -178,7 +183,7 @@ def bench_steps(sizes: list[tuple[int, int]], repeats: int) -> None:
         for name, s in med.items():
             say("1", f"{key} {name}", f"{s * 1000:.1f} ms/step, {batch / s:.1f} img/s, "
                 f"{s / med['reference_fp32']:.3f} x reference, peak {memory[name]:.2f} GiB")
-        del trainers, base, G, D, ref, variants
+        del trainers, variants
         torch.cuda.empty_cache()
     RESULTS["1_steps"] = out
 
@@ -290,22 +295,13 @@ def bench_cli(tmp: Path) -> None:
 
 def bench_graphs(sizes: list[tuple[int, int]], repeats: int, parity_steps: int = 200) -> None:
     """CUDA graphs (precision.cuda_graphs) vs eager steps, fp32 and bf16, and 200-step parity at 256x1."""
-    import run as bench
-
     print("\n== 7. CUDA graphs: the pix2pix step eager vs replayed (fp32, bf16), vs the reference ==", flush=True)
     out: dict[str, Any] = {}
     for size, batch in sizes:
         trainers = {f"{mode}_{amp}": cuda_trainer(size, batch, precision={"amp": amp if amp != "fp32" else "off",
                                                                           "cuda_graphs": "auto" if mode == "on" else mode})
                     for amp in ("fp32", "bf16") for mode in ("off", "on")}
-        base = trainers["off_fp32"]
-        G, D = copy.deepcopy(base.generator), copy.deepcopy(base.discriminator)
-        ref = reference_step(G, D, reference_adam(G.parameters()), reference_adam(D.parameters()))
-        data = cuda_batches(size, batch)
-        variants: dict[str, Callable[[int], Any]] = {"reference_fp32": lambda i: ref(data[i % len(data)])}
-        for name, trainer in trainers.items():
-            step = bench.engine_step(trainer)
-            variants[name] = (lambda s: (lambda i: s(data[i % len(data)], i)))(step)
+        variants = against_reference(trainers, trainers["off_fp32"], size, batch)
         med = timed(variants, repeats, warmup=8)  # warm-up includes the graph's 3 eager steps and its capture
         key = f"{size}x{batch}"
         out[key] = {name: {"ms_per_step": s * 1000, "img_per_s": batch / s, "vs_reference": s / med["reference_fp32"],
@@ -317,7 +313,7 @@ def bench_graphs(sizes: list[tuple[int, int]], repeats: int, parity_steps: int =
         say("7", f"{key} graph / eager", f"fp32 {med['on_fp32'] / med['off_fp32']:.3f}, "
             f"bf16 {med['on_bf16'] / med['off_bf16']:.3f}; bf16 / fp32: eager {med['off_bf16'] / med['off_fp32']:.3f}, "
             f"graph {med['on_bf16'] / med['on_fp32']:.3f}")
-        del trainers, base, G, D, ref, variants
+        del trainers, variants
         torch.cuda.empty_cache()
     RESULTS["7_graphs"] = out
     bench_graph_parity(parity_steps)
