@@ -61,7 +61,7 @@ ENGINE_STATE = frozenset({
     "epochs_done", "global_step", "batch_in_epoch", "best_value", "stop_reason", "interrupted", "metrics_log",
     "last_checkpoint", "records_dropped", "summary", "_run_lock", "_interval", "_interval_steps", "_epoch_sums",
     "_epoch_steps", "_started", "_finished", "_saved_at", "_start_time", "_warned_best", "_stop_request",
-    "_checkpoint_due", "_ending_epoch", "step_graphs",
+    "_checkpoint_due", "_ending_epoch", "step_graphs", "_first_step_at",
 })
 #: The methods a trainer overrides (docs/plugins/trainer-api.md); Trainer's other methods are the engine's.
 OVERRIDABLE = frozenset({"setup", "train_dataloader", "check_config", "generator_spec", "describe", "prepare_step",
@@ -184,6 +184,8 @@ class Trainer:
         self._ending_epoch: tuple[int, int] | None = None
         #: Runs each training step: eagerly, or captured and replayed as a CUDA graph (set by prepare()).
         self.step_graphs: Any = None
+        #: When this process's first training step ended (time.time()), once it has; status.json says it.
+        self._first_step_at: float | None = None
 
     # -- for subclasses --------------------------------------------------
     @classmethod
@@ -455,7 +457,9 @@ class Trainer:
         return self.stop_reason is not None
 
     def write_status(self, status: str, **fields: Any) -> None:
-        """Update status.json (rank 0 only)."""
+        """Update status.json (rank 0 only); it also says when this process's first step ended."""
+        if self._first_step_at is not None:
+            fields.setdefault("first_step_at", self._first_step_at)
         if self.is_main:
             self._check_writer()
             self.run_dir.write_status(status, **fields)
@@ -630,6 +634,9 @@ class Trainer:
             self.batch_in_epoch += 1
             self.dist.note_step(self.global_step)
             self._accumulate(outputs)
+            if self._first_step_at is None:  # the time to the first step (imports, set-up, warm-up) is on record
+                self._first_step_at = time.time()
+                self.write_status("running", epoch=self.epochs_done, step=self.global_step)
             self.hook.on_train_batch_end(trainer=self, outputs=outputs, batch=batch, batch_idx=batch_idx)
             if self.global_step % loop.log_every_steps == 0:
                 self._log_interval()

@@ -144,7 +144,8 @@ def test_small_cpu_run_with_the_fake_reference(tmp_path):
             assert run["curves"]["step"] and all(run["curves"]["losses"].values()), name
             if name != "reference":
                 assert run["warm_epoch_vs_reference"] > 0 and run["img_per_s_vs_reference"] > 0
-    assert "| variant | launch to 1st epoch end s | first epoch s | warm epoch s |" in proc.stdout
+                assert 0 < run["start_to_first_step_s"] < run["start_to_first_epoch_s"], name
+    assert "| variant | launch to 1st step s | launch to 1st epoch end s | first epoch s | warm epoch s |" in proc.stdout
     assert "every figure depends on the CPU" in proc.stdout
 
 

@@ -299,3 +299,17 @@ def test_skip_counts_accumulate_in_one_tensor_that_the_engine_reads_and_zeroes(h
     counter.add_(2.0)
     [(name, count)] = [c for c in trainer.kit.take_skips() if c[0] == update.name]
     assert count.item() == 2.0 and update.skipped is counter and counter.item() == 0.0
+
+
+def test_status_says_when_the_first_step_ended_and_keeps_saying_it(host, tmp_path):
+    import json
+    import time
+
+    started = time.time()
+    trainer = kitgan_trainer(host, tmp_path, samples=8, batch_size=2)
+    trainer.fit()
+    status = json.loads(trainer.run_dir.status_file.read_text())
+    records = [json.loads(line) for line in trainer.run_dir.metrics_file.read_text().splitlines()]
+    first_train = next(r for r in records if r["kind"] == "train")  # logged after step 1 (log_every_steps: 1)
+    assert status["status"] == "finished"  # the last write keeps the mark
+    assert started < status["first_step_at"] <= first_train["time"]
