@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any, Collection, Literal, Union, get_args, get_origin
 
 import click
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from nectargan_core.config import describe_errors, parse_override_value
-from nectargan_core.errors import ConfigError
 from nectargan_core.limits import IMAGE_SIDE_OPTION
 from nectargan_core.plugins import get_plugins
 from nectargan_core.registry import Component
 from nectargan_core.text import printable, printable_lines
+
+from .overrides import resolve_options
 
 
 @click.group("models")
@@ -161,26 +161,6 @@ def import_model(file: Path, arch: str, overrides: tuple[str, ...], output: Path
     if lacking is not None:  # the network it lacks would start from random weights: that must be asked for
         use += f" --init-from-partial (it holds no {lacking})"
     click.echo(printable(f"wrote {written} ({networks}); use it with nectargan {use}"))
-
-
-def resolve_options(component: Component, overrides: tuple[str, ...] | list[str]) -> dict[str, Any]:
-    """The model's options with ``option=value`` overrides applied, validated; ConfigError if not."""
-    raw: dict[str, Any] = {}
-    for override in overrides:
-        key, sep, value = override.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ConfigError(f"--set {override!r}: expected option=value, e.g. --set norm=instance")
-        raw[key] = parse_override_value(value)
-    model = component.options
-    if model is None:
-        if raw:
-            raise ConfigError(f"model '{component.name}' takes no options (got {', '.join(raw)})")
-        return {}
-    try:
-        return model.model_validate(raw).model_dump(mode="json")
-    except ValidationError as exc:
-        raise ConfigError(f"model '{component.name}': " + "; ".join(describe_errors(exc, model))) from None
 
 
 def type_name(annotation: Any) -> str:

@@ -25,7 +25,7 @@ from nectargan_core.errors import CheckpointError, ConfigError
 from nectargan_core.plugins import get_plugins
 from nectargan_core.registry import Registry
 
-from .cli import resolve_options
+from .overrides import resolve_options
 from .reference import MODEL_FAMILY, REFERENCE_ARCHS, describe_options, from_reference, reference_layout
 
 #: The trainer whose checkpoint format an import writes (its commands read the generator from it).

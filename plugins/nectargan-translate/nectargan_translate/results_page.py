@@ -85,6 +85,10 @@ SORT_SCRIPT = """
 """
 
 
+
+#: Sub-folders of a results folder, by what they hold (relative links in metrics.json and index.html).
+FOLDERS = {"input": "inputs", "output": "images", "target": "targets", "reconstruction": "reconstructions"}
+
 def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
@@ -185,7 +189,6 @@ def image_cell(folder: str, name: str, size: tuple[int, int], what: str) -> str:
 
 
 def images_table(report: "EvaluationReport") -> str:
-    from .tester import FOLDERS
 
     sortable = [("image", "image")] + [(data_key(report, m), label(m)) for m in report.metrics]
     headers = {key: f'<th aria-sort="{"descending" if key == "l1" else "none"}"><button type="button" '

@@ -63,10 +63,8 @@ from .files import output_names
 from .images import Fit, save_png
 from .inference import LoadedGenerator, load_generators, run_dir_of
 from .evaluation import evaluation_mode
-from .results_page import write_page
+from .results_page import FOLDERS, write_page
 
-#: Sub-folders of a results folder, by what they hold (relative links in metrics.json and index.html).
-FOLDERS = {"input": "inputs", "output": "images", "target": "targets", "reconstruction": "reconstructions"}
 #: What a results folder's images show, left to right: paired, and unpaired (scored by the cycle).
 PAIRED_COLUMNS = ("input", "output", "target")
 CYCLE_COLUMNS = ("input", "output", "reconstruction")

@@ -17,7 +17,7 @@ _LAZY = {
     "PairedDataset": "paired",
     "build_paired_dataset": "paired",
     "build_dataloader": "loader",
-    "EpochSampler": "loader",
+    "EpochSampler": "sampler",
 }
 
 __all__ = ["DatasetError", "DownloadError", "PairedDataOptions", *_LAZY]

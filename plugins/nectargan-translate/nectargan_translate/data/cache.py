@@ -37,12 +37,12 @@ from torch.utils.data import Dataset
 from torchvision import tv_tensors
 
 from .augment import resize
-from .errors import DatasetError
-from .loader import EpochSampler
-from .options import CACHED_AUGMENTATIONS, PairedDataOptions
 from .decode import read_image, to_channels
 from .domains import DOMAINS
+from .errors import DatasetError
+from .options import CACHED_AUGMENTATIONS, PairedDataOptions
 from .paired import PairedDataset, sample_seed
+from .sampler import EpochSampler
 from .unpaired import UnpairedDataset
 from .pixels import PIL_CONVERSIONS, UnreadableImage, _is_png16_colour, _quiet, oriented_size
 

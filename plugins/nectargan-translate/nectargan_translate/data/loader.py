@@ -10,30 +10,18 @@ loader is a :class:`~.cache.CachedLoader`, which gives the same batches.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import torch
 from torch.utils.data import DataLoader
 
-from nectargan_core import ResumableSampler
 from nectargan_core.signals import leave_stopping_to_main
 
 from .paired import PairedDataset, collate
+from .sampler import EpochSampler
 from .unpaired import UnpairedDataset
 
-
-class EpochSampler(ResumableSampler):
-    """Yields ``(epoch, index)`` instead of ``index``.
-
-    Persistent DataLoader workers keep their own copy of the dataset, which
-    ``dataset.set_epoch`` in the main process never reaches; an epoch that
-    travels with each index does, so augmentations follow the epoch with any
-    worker setting.
-    """
-
-    def __iter__(self) -> Iterator[tuple[int, int]]:  # type: ignore[override]
-        epoch, order = self.epoch, super().__iter__()
-        return ((epoch, index) for index in order)
+__all__ = ["EpochSampler", "build_dataloader"]
 
 
 def build_dataloader(dataset: PairedDataset, *, device: Optional[torch.device | str] = None,
