@@ -240,6 +240,40 @@ class TrainerKit:
         group = AccumulationGroup.of(batch_idx, self._accumulate, trainer.num_batches())
         return Step(self, group, skip=trainer.config.loop.nonfinite == "skip")
 
+    # -- what an Update asks of its kit -------------------------------------------------
+    @property
+    def current_step(self) -> Step | None:
+        """The step being trained (inside ``with self.kit.step(...)``), or None."""
+        return self._step
+
+    def require_step(self, what: str) -> Step:
+        """The step being trained; a RuntimeError saying that ``what`` needs one when there is none."""
+        return self._current_step(what)
+
+    @property
+    def active(self) -> Update | None:
+        """The update whose ``with`` block is open (the others' networks are frozen meanwhile), or None."""
+        return self._active
+
+    def activate(self, update: Update | None) -> None:
+        """Mark ``update`` as the open update (None: none is)."""
+        self._active = update
+
+    def parameters(self) -> list[torch.nn.Parameter]:
+        """Every parameter of every update's networks, each once."""
+        return self._parameters()
+
+    def run_or_defer(self, action: Any) -> None:
+        """Call ``action`` now, or, while a step is being captured as a CUDA graph, after every replay of it.
+
+        Python work a step does (stepping an LR scheduler) is not part of a
+        graph; the runner redoes what was deferred after each replay.
+        """
+        if self._deferred is not None:
+            self._deferred.append(action)
+        else:
+            action()
+
     # -- CUDA graph capture (nectargan_core.stepgraph) ------------------------------
     def begin_capture(self) -> None:
         """Prepare for capturing a step: capturable optimizers, gradients made inside the graph.

@@ -153,9 +153,9 @@ class Update:
 
     # -- the block ---------------------------------------------------------
     def __enter__(self) -> "Update":
-        step = self.kit._current_step("enter an update")
-        if self.kit._active is not None:
-            raise RuntimeError(f"{self!r}: another update ({self.kit._active!r}) is active; "
+        step = self.kit.require_step("enter an update")
+        if self.kit.active is not None:
+            raise RuntimeError(f"{self!r}: another update ({self.kit.active!r}) is active; "
                                "updates do not nest: close its `with` block first")
         if self._entered_in is step:
             raise RuntimeError(f"{self!r}: entered twice in one step; put all of its losses in one `with` block "
@@ -163,22 +163,23 @@ class Update:
         self._entered_in = step
         if self._others is None:  # every other network's parameters (not shared with this update)
             own = {id(p) for p in self.parameters}
-            self._others = [p for p in self.kit._parameters() if id(p) not in own]
+            self._others = [p for p in self.kit.parameters() if id(p) not in own]
         self._frozen = [(p, p.requires_grad) for p in self._others]
         for param, _ in self._frozen:
             param.requires_grad_(False)
-        self.kit._active = self
+        self.kit.activate(self)
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         try:
-            if exc_type is None and self.pending and self.kit._step is not None and self.kit._step.last:
+            step = self.kit.current_step
+            if exc_type is None and self.pending and step is not None and step.last:
                 self.step()
         finally:
             for param, flag in self._frozen:
                 param.requires_grad_(flag)
             self._frozen = []
-            self.kit._active = None
+            self.kit.activate(None)
 
     # -- inside it ---------------------------------------------------------
     def backward(self, loss: torch.Tensor | None, *, retain_graph: bool = False) -> None:
@@ -191,9 +192,9 @@ class Update:
         """
         if loss is None:
             return
-        if self.kit._active is not self:
+        if self.kit.active is not self:
             raise RuntimeError(f"{self!r}: call backward() inside `with update:` (it freezes the other networks)")
-        step = self.kit._step
+        step = self.kit.current_step
         assert step is not None
         if step.skip:
             flag = ~torch.isfinite(loss.detach())
@@ -218,10 +219,7 @@ class Update:
             if self.skipped is None:
                 self.skipped = torch.zeros((), device=gradients_only.device)
             self.skipped.add_(gradients_only)  # in place, so that a captured step counts into the same tensor
-            if self.kit._step is not None:
-                self.kit._step.flags.append(left_out.bool())
+            if self.kit.current_step is not None:
+                self.kit.current_step.flags.append(left_out.bool())
         if self.scheduler is not None and self.scheduler_unit == "step":
-            if self.kit._deferred is not None:  # being captured: stepped after every replay instead
-                self.kit._deferred.append(self.scheduler.step)
-            else:
-                self.scheduler.step()
+            self.kit.run_or_defer(self.scheduler.step)  # while capturing a CUDA graph: after every replay
