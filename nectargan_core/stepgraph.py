@@ -191,9 +191,18 @@ def _static_copy(value: Any, device: Any) -> Any:
 
 
 def _fill(static: Any, value: Any) -> None:
+    """Copy a batch into the capture's input buffers without waiting for the GPU.
+
+    A copy from pageable host memory makes the host wait until the GPU has
+    finished all work queued before it; the next replay could then not be
+    queued while the GPU runs this one. Host tensors are pinned first (torch's
+    caching host allocator keeps the block until the copy has read it).
+    """
     import torch
 
     if isinstance(static, torch.Tensor):
+        if value.device.type == "cpu" and static.device.type == "cuda" and not value.is_pinned():
+            value = value.pin_memory()
         static.copy_(value, non_blocking=True)
     elif isinstance(static, Mapping):
         for key, item in static.items():

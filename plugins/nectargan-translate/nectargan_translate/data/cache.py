@@ -424,11 +424,18 @@ def unit_table() -> torch.Tensor:
 def _apply(name: str, x: torch.Tensor, choice: list[int]) -> None:
     """A paired augmentation on a batch, in place: sample i takes ``choice[i]`` (0: untouched, else a flip,
     or rot90's number of quarter turns). The choices are host values: nothing waits for the device."""
+    def turned(t: torch.Tensor, k: int) -> torch.Tensor:
+        return torch.rot90(t, k, dims=(-2, -1)) if name == "rot90" else t.flip(-1 if name == "hflip" else -2)
+
     for k in sorted(set(choice) - {0}):
-        chosen = torch.tensor([i for i, c in enumerate(choice) if c == k]).to(x.device, non_blocking=True)
-        picked = x[chosen]
-        x[chosen] = torch.rot90(picked, k, dims=(-2, -1)) if name == "rot90" else picked.flip(
-            -1 if name == "hflip" else -2)
+        chosen = [i for i, c in enumerate(choice) if c == k]
+        if len(chosen) == len(choice):
+            x.copy_(turned(x, k))
+            continue
+        # Python indices, one sample at a time: an index tensor would be a copy from pageable host memory, and
+        # such a copy waits for the GPU to finish its queued work (a host sync per batch).
+        for i in chosen:
+            x[i] = turned(x[i], k)
 
 
 def _float(image: torch.Tensor) -> torch.Tensor:
