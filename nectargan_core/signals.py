@@ -35,6 +35,19 @@ EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+#: Set while a graceful stop is under way (the first SIGINT/SIGTERM seen by :func:`graceful_stop`).
+_STOP_SIGNALLED = threading.Event()
+
+
+def stop_signalled() -> bool:
+    """Whether this process was asked to stop (Ctrl-C, SIGTERM) inside :func:`graceful_stop`.
+
+    For long work before the first step (decoding a data cache): with no step
+    to finish, it can end at once when this is true.
+    """
+    return _STOP_SIGNALLED.is_set()
+
+
 @contextmanager
 def graceful_stop(trainer: Any) -> Iterator[list[str]]:
     """Within the block, SIGINT/SIGTERM call ``trainer.request_stop``; yields the signals seen.
@@ -62,6 +75,7 @@ def graceful_stop(trainer: Any) -> Iterator[list[str]]:
                 raise KeyboardInterrupt
             return
         received.append(name)
+        _STOP_SIGNALLED.set()
         trainer.request_stop(name, interrupted=True)
         if getattr(trainer, "is_main", True):
             print(f"{name} received: stopping after the current step and saving a checkpoint "
@@ -75,6 +89,7 @@ def graceful_stop(trainer: Any) -> Iterator[list[str]]:
         for arrived in arrivals.take(signum):
             act(arrived)
 
+    _STOP_SIGNALLED.clear()
     previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
     arrivals.start()
     try:

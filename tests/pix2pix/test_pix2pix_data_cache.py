@@ -11,8 +11,8 @@ import torch
 from nectargan_core import Run, load_checkpoint
 from nectargan_core.errors import ConfigError
 from nectargan_translate.data import DatasetError, PairedDataset, build_dataloader
-from nectargan_translate.data.cache import (DEVICE_SHARE, HOST_SHARE, CacheChoice, CachedLoader, cache_summary,
-                                            choose_cache, estimate_bytes, unit_table)
+from nectargan_translate.data.cache import (DEVICE_SHARE, HOST_SHARE, CacheChoice, CachedLoader, PairedCache,
+                                            cache_summary, choose_cache, estimate_bytes, unit_table)
 from nectargan_translate.data.unpaired_options import parse_unpaired
 from pix2pix_data_helpers import aligned_dataset, folders_dataset, noise, save, save_png16_rgb
 
@@ -196,14 +196,20 @@ def test_auto_falls_back_to_the_workers_with_one_line_saying_why(tmp_path, capsy
     base = {"root": str(root), "load_size": 40, "crop_size": 32, "num_workers": 0}
     loader = build_dataloader(PairedDataset({**base, "augment": ["hflip", "affine"]}))
     assert not isinstance(loader, CachedLoader)
-    assert capsys.readouterr().err == ("data cache: off, training data is decoded in the workers every epoch: "
+    assert capsys.readouterr().err == ("data cache: off, training data is decoded by the loader every epoch: "
                                        "augment.1 (affine) is applied per sample, in the workers\n")
     assert cache_summary(loader) == "off (augment.1 (affine) is applied per sample, in the workers)"
     monkeypatch.setattr("nectargan_translate.data.cache.available_host_memory", lambda: 200_000)
     loader = build_dataloader(PairedDataset(base))
     assert not isinstance(loader, CachedLoader)
-    assert capsys.readouterr().err == ("data cache: off, training data is decoded in the workers every epoch: the "
+    assert capsys.readouterr().err == ("data cache: off, training data is decoded by the loader every epoch: the "
                                        "decoded split (150 KiB) is more than 50% of available host memory (195 KiB)\n")
+    monkeypatch.setenv("RANK", "1")  # the other processes of a run decide alike and say nothing
+    build_dataloader(PairedDataset(base))
+    assert capsys.readouterr().err == ""
+    monkeypatch.setenv("RANK", "0")
+    build_dataloader(PairedDataset({**base, "num_workers": 2}))
+    assert "decoded in the loader's workers every epoch" in capsys.readouterr().err
     monkeypatch.undo()
     cached = build_dataloader(PairedDataset(base))  # auto on a CPU run, room enough: memory
     # (estimated as float32, but resizing 40 to 40 changes nothing: exact 8-bit values, kept as uint8)
@@ -316,3 +322,40 @@ def test_training_from_the_cache_gives_the_same_weights_also_after_a_mid_epoch_r
     resumed = Run.resume(first.dir, overrides=["loop.max_steps=null"]).fit()
     c = weights(resumed)
     assert resumed.trainer.global_step == 8 and all(torch.equal(a[k], c[k]) for k in a)
+
+
+def test_a_stop_signal_while_the_split_is_decoded_ends_it_at_once(tmp_path, monkeypatch):
+    """Before the first step there is no step to finish: Ctrl-C or SIGTERM stop the decoding at once."""
+    root = aligned_dataset(tmp_path, {"train": 6}, size=40)
+    decoded = []
+    monkeypatch.setattr("nectargan_translate.data.cache.stop_signalled", lambda: len(decoded) >= 1)
+    real = PairedCache._decode_stored
+
+    def counting(self, index):
+        decoded.append(index)
+        return real(self, index)
+
+    monkeypatch.setattr(PairedCache, "_decode_stored", counting)
+    with pytest.raises(KeyboardInterrupt):
+        build_dataloader(PairedDataset({"root": str(root), "load_size": 40, "crop_size": 32, "num_workers": 0,
+                                        "cache": "memory"}))
+    assert len(decoded) < 6
+
+
+def test_what_the_cache_cannot_do_is_refused_before_the_run_directory(tmp_path, monkeypatch):
+    root = aligned_dataset(tmp_path, {"train": 4, "val": 1}, size=40)
+    monkeypatch.setattr("nectargan_translate.data.cache.available_host_memory", lambda: 50_000)
+    config = run_config(tmp_path, root, "memory")
+    with pytest.raises(DatasetError, match=r"^data.cache: memory needs [0-9.,]+ KiB for the decoded training split "
+                                           r"but there is 49 KiB of available host memory; "):
+        Run.create(config)
+    config = run_config(tmp_path, root, "device")
+    with pytest.raises(DatasetError, match=r"^data.cache: device \(host memory on a run without CUDA\) needs "):
+        Run.create(config)
+    monkeypatch.undo()
+    config = run_config(tmp_path, root, "off")
+    config["data"].update(batch_size=5, drop_last=True)
+    with pytest.raises(ConfigError, match=r"^data.batch_size: 5 is more than the 4 training pairs of .* and "
+                                          r"data.drop_last is true, so an epoch would have no batch; "):
+        Run.create(config)
+    assert not any((tmp_path / cache / "runs").exists() for cache in ("memory", "device", "off"))

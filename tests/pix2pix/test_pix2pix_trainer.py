@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 import json
 import math
 
@@ -164,9 +165,11 @@ def test_bf16_autocast_on_cpu(tmp_path, synth):
     assert run.trainer.precision.name == "bf16"
 
 
-def test_fp16_on_cpu_is_a_clear_error(tmp_path, synth):
-    with pytest.raises(ConfigError, match="precision.amp: fp16 autocast is not supported for training on CPU"):
-        Run.create(config(tmp_path, synth, precision={"amp": "fp16"})).trainer.prepare()
+def test_fp16_on_cpu_is_a_clear_error_before_the_run_directory(tmp_path, synth):
+    cfg = config(tmp_path, synth, precision={"amp": "fp16"})
+    with pytest.raises(ConfigError, match="^precision.amp: fp16 autocast is not supported for training on CPU"):
+        Run.create(cfg)
+    assert not Path(cfg["run"]["output_dir"]).exists()
 
 
 def test_missing_data_root_is_a_clear_error(tmp_path):

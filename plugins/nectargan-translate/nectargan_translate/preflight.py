@@ -28,6 +28,7 @@ BUILD_ERRORS = (ValueError, TypeError, NectarGANError)
 
 def check_config(config: Any, registry: Registry) -> None:
     """Raise a one-line :class:`ConfigError` (or ``DatasetError``) for what the config gets wrong."""
+    check_precision(config)
     check_data(config)
     generator = meta_network("generator", lambda: build_generator(registry, config), config)
     discriminator = meta_network("discriminator", lambda: build_discriminator(registry, config), config)
@@ -45,9 +46,47 @@ def check_data(config: Any) -> None:
         raise ConfigError("data.root: no dataset folder given; set data.root (make a synthetic one with: "
                           "nectargan data synth data/synth)")
     options = parse_options(data.options)
-    report = inspect_split(split_dir(options.root, options.folder("train")), options.layout, verify="none")
+    folder = split_dir(options.root, options.folder("train"))
+    report = inspect_split(folder, options.layout, verify="none")
     if report.problems:
         raise ConfigError(f"data.root: {report.problems[0]}")
+    pairs = min(len(report.pairs), options.max_images or len(report.pairs))
+    if options.drop_last and pairs < options.batch_size:
+        raise ConfigError(f"data.batch_size: {options.batch_size} is more than the {pairs} training pairs of {folder} "
+                          "and data.drop_last is true, so an epoch would have no batch; lower data.batch_size or "
+                          "set data.drop_last: false")
+    if options.cache in ("memory", "device"):
+        check_cache_fits(config, options)
+
+
+def check_precision(config: Any) -> None:
+    """fp16 autocast on a CPU run is refused before the run directory exists (as the trainer would, later)."""
+    from nectargan_core.device import resolve_device
+
+    if config.precision.amp == "fp16" and resolve_device(config.run.device).type == "cpu":
+        raise ConfigError("precision.amp: fp16 autocast is not supported for training on CPU; use bf16 or off")
+
+
+def check_cache_fits(config: Any, options: Any) -> None:
+    """An explicit ``data.cache: memory|device`` that cannot fit is refused before the run directory exists.
+
+    The size comes from the listing and the image headers (nothing is decoded), as the cache itself estimates it.
+    """
+    import os
+
+    from nectargan_core.device import resolve_device
+
+    from .data.cache import (available_host_memory, choose_cache, estimate_bytes, free_device_memory,
+                             unsupported_augmentation)
+    from .data.paired import PairedDataset
+
+    device = resolve_device(config.run.device)
+    cuda = device.type == "cuda"
+    dataset = PairedDataset(options, "train", seed=config.run.seed)
+    choose_cache(options.cache, estimate_bytes(dataset), cuda=cuda,
+                 free_device=free_device_memory(device) if cuda else None, free_host=available_host_memory(),
+                 unsupported=unsupported_augmentation(options),
+                 host_copies=max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
 
 
 def meta_network(role: str, build: Any, config: Any) -> Optional[torch.nn.Module]:

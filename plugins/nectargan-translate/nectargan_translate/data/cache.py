@@ -36,6 +36,8 @@ from PIL import Image
 from torch.utils.data import Dataset
 from torchvision import tv_tensors
 
+from nectargan_core.signals import stop_signalled
+
 from .augment import resize
 from .decode import read_image, to_channels
 from .domains import DOMAINS
@@ -80,6 +82,7 @@ def choose_cache(requested: str, need: int, *, cuda: bool, free_device: Optional
     """
     if requested == "off":
         return CacheChoice("off")
+    asked = requested
     if requested == "device" and not cuda:
         requested = "memory"
     if requested == "auto":
@@ -102,7 +105,8 @@ def choose_cache(requested: str, need: int, *, cuda: bool, free_device: Optional
         free, where, total = free_host, "available host memory", need * host_copies
     if free is not None and total > free:
         copies = f" ({host_copies} processes x {mib(need)})" if total != need else ""
-        raise DatasetError(f"data.cache: {requested} needs {mib(total)}{copies} for the decoded training split but "
+        said = requested if asked == requested else f"{asked} (host memory on a run without CUDA)"
+        raise DatasetError(f"data.cache: {said} needs {mib(total)}{copies} for the decoded training split but "
                            f"there is {mib(free)} of {where}; set data.cache: auto or off, or lower data.load_size "
                            "or data.max_images")
     return CacheChoice(requested)
@@ -290,6 +294,9 @@ class DecodedSplit(ABC):
         images: dict[str, list[torch.Tensor]] = {"A": [], "B": []}
         with ThreadPoolExecutor(threads, thread_name_prefix="nectargan-cache") as pool:
             for done, decoded in enumerate(pool.map(self._decode_stored, range(total)), 1):
+                if stop_signalled():  # Ctrl-C or SIGTERM before training: no step to finish, stop now
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise KeyboardInterrupt
                 for side, image in decoded.items():
                     images[side].append(image)
                 if show and (done % 64 == 0 or done == total):
@@ -490,8 +497,9 @@ def cached_loader(dataset: Union[PairedDataset, UnpairedDataset], device: Option
                           free_host=available_host_memory(), unsupported=unsupported_augmentation(opts),
                           host_copies=max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
     if choice.mode == "off":
-        print(f"data cache: off, training data is decoded in the workers every epoch: {choice.reason}",
-              file=sys.stderr)
+        if os.environ.get("RANK", "0") == "0":  # every process of a run decides alike: one line for the run
+            where = "in the loader's workers" if opts.num_workers else "by the loader"
+            print(f"data cache: off, training data is decoded {where} every epoch: {choice.reason}", file=sys.stderr)
         return None, choice
     home = target if choice.mode == "device" else torch.device("cpu")
     kind = UnpairedCache if isinstance(dataset, UnpairedDataset) else PairedCache
