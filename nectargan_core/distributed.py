@@ -160,7 +160,7 @@ class Distributed:
         if verdict:
             return f"rank {self.rank}: {verdict} (waited distributed.timeout_s={self.timeout_s:g} s)"
         return (f"rank {self.rank}: lost contact with the other processes of this run ({first_line(error)}); "
-                "another rank failed (see its error above) or took longer than "
+                "another rank failed (the launcher names it) or took longer than "
                 f"distributed.timeout_s={self.timeout_s:g} s to get here: raise it if a step, validation, a "
                 "checkpoint or starting DataLoader workers can take that long")
 

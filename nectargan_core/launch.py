@@ -68,6 +68,37 @@ def recording_exit_code() -> Iterator[None]:
         _write_quietly(path, str(code))
 
 
+RUN_DIR_FILE = "run-dir"
+
+
+def note_run_dir(path: Path) -> None:
+    """In rank 0 of a ``--nproc`` run: tell the launcher which run directory the run writes.
+
+    A failure message can then name it and say whether a checkpoint exists to
+    resume from, instead of a placeholder.
+    """
+    folder = os.environ.get(EXIT_CODE_DIR_ENV)
+    if folder and os.environ.get("RANK", "0") == "0":
+        _write_quietly(Path(folder) / RUN_DIR_FILE, str(Path(path).resolve()))
+
+
+def resume_hint(folder: Path, nproc: int) -> str:
+    """What the launcher's failure line says about resuming: the run directory and whether it can resume."""
+    try:
+        noted = (folder / RUN_DIR_FILE).read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""  # the run failed before it had a run directory: there is nothing to resume
+    from .rundir import RunDir
+
+    try:
+        saved = RunDir(Path(noted)).periodic_checkpoints()
+    except OSError:
+        saved = []
+    if not saved:
+        return f"; no checkpoint was written in {noted}"
+    return f"; checkpoints already written are kept: continue with nectargan train --resume {noted} --nproc {nproc}"
+
+
 def _write_quietly(path: Path, text: str) -> None:
     try:
         path.write_text(text, encoding="utf-8")
@@ -254,8 +285,7 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
         raise LaunchError(
             f"rank {rank} (pid {failure.pid}) failed: {why}"
             + (f" ({more} more rank(s) stopped after it)" if more else "")
-            + "; the other processes were stopped (see the rank's error above); checkpoints already written "
-            f"are kept: continue with nectargan train --resume RUN_DIR --nproc {nproc}") from None
+            + "; the other processes were stopped" + resume_hint(codes, nproc)) from None
     except SignalException as exc:
         ended = rank0_exit_code(codes)
         if ended is not None:  # rank 0 ended first (finished: 0; stopped by this signal: 130/143)

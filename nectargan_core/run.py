@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping
 import pluggy
 import torch
 
-from . import hookspecs
+from . import hookspecs, launch
 from .atomic import atomic_write_text, missing_folders, remove_if_empty
 from .checkpoint import load_checkpoint
 from .config import CoreConfig, dump_yaml, load_config, load_file
@@ -69,6 +69,7 @@ class Run:
         self.config = config
         self.init_report: dict[str, Any] | None = None
         self.run_dir = run_dir
+        launch.note_run_dir(run_dir.path)  # under --nproc: the launcher's failure line names it
         if config.trainer is None:
             names = ", ".join(self.host.registry.names("trainer")) or "none installed"
             raise ConfigError(f"trainer: no trainer chosen; set 'trainer' in the config or use --trainer (installed: {names})")

@@ -53,10 +53,19 @@ cli.add_command(train_command)
 
 
 def report(error: NectarGANError) -> int:
-    """Print ``error`` as ``error:`` lines; names read from disk may hold escape sequences, so they are shown escaped."""
-    for line in str(error).splitlines() or [type(error).__name__]:
-        click.echo(f"error: {printable(line)}", err=True)
-    if os.environ.get("TORCHELASTIC_ERROR_FILE"):  # a torchrun worker: tell the launcher too
+    """Print ``error`` as ``error:`` lines; names read from disk may hold escape sequences, so they are shown escaped.
+
+    A process of ``nectargan train --nproc`` only records it: the launcher
+    prints one line for the run, naming the first rank that failed (every
+    rank failing alike would otherwise print the same line once each).
+    """
+    from ..distributed import LAUNCHER_PID_ENV
+
+    worker = bool(os.environ.get("TORCHELASTIC_ERROR_FILE"))
+    if not (worker and os.environ.get(LAUNCHER_PID_ENV)):
+        for line in str(error).splitlines() or [type(error).__name__]:
+            click.echo(f"error: {printable(line)}", err=True)
+    if worker:  # a torchrun worker: tell the launcher
         from ..launch import record_for_launcher
 
         record_for_launcher(str(error).splitlines()[0] if str(error) else type(error).__name__)
