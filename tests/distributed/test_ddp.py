@@ -205,9 +205,22 @@ def test_an_error_in_one_rank_fails_the_run_naming_that_rank(tmp_path: Path) -> 
     assert "toy failure at step 7" in failed.stderr
     last = [line for line in failed.stderr.splitlines() if line.strip()][-1]
     assert last.startswith("error: rank 1 "), failed.stderr
+    assert failed.stderr.count("error:") == 1, failed.stderr  # one line for the run, not one per rank
+    run_dir = (tmp_path / "runs/run/version_0").resolve()
+    assert last.endswith(f"continue with nectargan train --resume {run_dir} --nproc 2"), last
     checkpoints = RunDir(tmp_path / "runs/run/version_0").periodic_checkpoints()
     assert [c.name for c in checkpoints] == ["epoch0000-step00000005.pt"]
     verify_checkpoint(checkpoints[0])
+
+
+def test_a_run_that_failed_before_its_first_checkpoint_offers_no_resume(tmp_path: Path) -> None:
+    failed = run_cli(*toy_args("toy.fail_at_step=2", "toy.fail_rank=0"), cwd=tmp_path, timeout=120)
+    assert failed.returncode != 0 and failed.stderr.count("error:") == 1, failed.stderr
+    assert "toy failure at step 2" in failed.stderr  # a plugin's bug: its traceback, from the rank
+    last = [line for line in failed.stderr.splitlines() if line.strip()][-1]
+    run_dir = (tmp_path / "runs/run/version_0").resolve()
+    assert last.startswith("error: rank 0 "), last
+    assert last.endswith(f"; no checkpoint was written in {run_dir}") and "--resume" not in last, last
 
 
 def test_an_elastic_restart_resumes_the_same_run_exactly(tmp_path: Path) -> None:
