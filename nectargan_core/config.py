@@ -684,11 +684,24 @@ def _validate_sections(
     return config
 
 
+#: ``kind 'name': option: problem``: a part's option at fault, as :func:`validate_options` words it.
+PART_OPTION = re.compile(r"^[a-z_]+ '([^']+)': ([A-Za-z_][\w.]*): ")
+
+
 def origin_of(line: str, source: str, origins: Mapping[str, str] | None) -> str:
     """Where the value an error ``line`` (``key.path: problem``) is about came from: the last ``--set``
-    (``origins`` is in the order they apply) of that key or of a section above it, else ``source``."""
-    key = line.split(": ", 1)[0]
-    found = [text for k, text in (origins or {}).items() if key == k or key.startswith(f"{k}.")]
+    (``origins`` is in the order they apply) of that key or of a section above it, else ``source``.
+
+    A part's option (``data: dataset 'paired': cache: ...``) is looked up as
+    ``data.cache`` (or ``visualizers.console.bar`` for a mapping of parts) too.
+    """
+    key, _, rest = line.partition(": ")
+    keys = [key]
+    part = PART_OPTION.match(rest)
+    if part is not None:
+        keys += [f"{key}.{part.group(2)}", f"{key}.{part.group(1)}.{part.group(2)}"]
+    found = [text for k, text in (origins or {}).items()
+             if any(candidate == k or candidate.startswith(f"{k}.") for candidate in keys)]
     return found[-1] if found else source
 
 

@@ -230,3 +230,15 @@ def test_a_yaml_tag_a_config_never_uses_is_refused_naming_it(tmp_path, value, ta
         load_file(path)
     assert str(info.value) == (f"{path}:3: invalid YAML: the tag {tag} at run.name is not used in configs; write "
                                "plain text, numbers, true/false, lists and mappings")
+
+
+def test_a_parts_option_given_with_set_is_blamed_on_that_set():
+    from nectargan_core.config import origin_of
+
+    origins = {"data.cache": "--set data.cache=OFF", "visualizers.console.bar": "--set visualizers.console.bar=x"}
+    assert origin_of("data: dataset 'paired': cache: Input should be 'auto' (got 'OFF')", "p.yaml",
+                     origins) == "--set data.cache=OFF"
+    assert origin_of("visualizers: visualizer 'console': bar: Input should be 'on' (got 'x')", "p.yaml",
+                     origins) == "--set visualizers.console.bar=x"
+    assert origin_of("data: dataset 'paired': load_size: too small", "p.yaml", origins) == "p.yaml"
+    assert origin_of("loop.epochs: must be > 0", "p.yaml", origins) == "p.yaml"
