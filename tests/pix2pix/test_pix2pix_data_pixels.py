@@ -131,3 +131,15 @@ def test_png_damage_is_refused_with_the_chunk_and_offset(tmp_path: Path) -> None
         read_pixels(path)
     path.write_bytes(good)
     assert np.array_equal(read_pixels(path), picture())
+
+
+def test_a_truncated_jpeg_says_what_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "cut.jpg"
+    rng = np.random.default_rng(0)
+    Image.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)).save(path, quality=95)
+    path.write_bytes(path.read_bytes()[:1500])
+    with pytest.raises(UnreadableImage) as caught:
+        read_pixels(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: cannot read image: image file is truncated")
+    assert message.endswith("the file is incomplete: copy or export it again") and "\n" not in message

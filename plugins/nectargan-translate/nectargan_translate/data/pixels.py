@@ -221,6 +221,8 @@ def _describe(exc: BaseException) -> str:
     if reason.startswith("decoder error") or reason in ("broken data stream when reading image file",
                                                         "unrecognized data stream contents when reading image file"):
         return f"damaged image data ({reason}); copy or export the file again"
+    if reason.startswith("image file is truncated"):
+        return f"{reason}; the file is incomplete: copy or export it again"
     return reason
 
 
