@@ -335,6 +335,7 @@ def test_nectargan_test_reads_any_dataset_that_meets_the_paired_contract(fake_di
     run_dir = tmp_path / "runs" / "manifest" / "version_0"
     summary = dict(json.loads((run_dir / "summary.json").read_text())["rows"])
     assert summary["examples"].startswith("2 val images spread over 5"), summary
+    assert summary["data"].startswith("manifest: 5 train / 5 val / 5 test pairs"), summary  # the test split built
     assert summary["examples"].endswith(": #1, #4"), summary  # item numbers, drawn by run.seed
     for split in ("test", "train"):
         tested = run_cli("test", str(run_dir), "--split", split, cwd=tmp_path, env=env, timeout=300)

@@ -101,8 +101,11 @@ def split_size(trainer: Any, split: str, dataset: Optional[Any]) -> str:
     if dataset is not None:
         return str(len(dataset))
     data = trainer.config.data
-    if data.name != "paired":
-        return "-"
+    if data.name != "paired":  # another plugin's dataset: built for its length (its items are not read)
+        try:
+            return str(len(trainer.build("dataset", data, split=split, seed=trainer.config.run.seed)))
+        except Exception:  # noqa: BLE001 - a split the dataset cannot give is a size of none, not an error here
+            return "none"
     folder = (data.options.get(split) or {}).get("folder", split)
     try:
         pairs, _ = find_pairs(split_dir(data.options["root"], folder), data.options.get("layout", "auto"))
