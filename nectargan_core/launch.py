@@ -91,9 +91,13 @@ def resume_hint(folder: Path, nproc: int) -> str:
     from .rundir import RunDir
 
     try:
-        saved = RunDir(Path(noted)).periodic_checkpoints()
+        run_dir = RunDir(Path(noted))
+        saved, emergency = run_dir.periodic_checkpoints(), run_dir.emergency_checkpoints()
     except OSError:
-        saved = []
+        saved, emergency = [], []
+    if not saved and emergency:
+        return (f"; an emergency checkpoint was saved: continue with nectargan train --resume {noted} "
+                f"--checkpoint {emergency[-1]} --nproc {nproc}")
     if not saved:
         return f"; no checkpoint was written in {noted}"
     return f"; checkpoints already written are kept: continue with nectargan train --resume {noted} --nproc {nproc}"
@@ -122,24 +126,25 @@ def rank0_exit_code(folder: Path) -> Optional[int]:
     return int(text) if text.lstrip("-").isdigit() else None
 
 
-def record_for_launcher(line: str) -> None:
+def record_for_launcher(line: str) -> bool:
     """In a worker started by torchrun's agent: leave this process's one-line error in its error file.
 
     The agent reads the file when the worker fails, and ``launch`` shows the
     line with the rank's exit status (a rank that timed out names the rank it
-    waited for).
+    waited for). Returns whether the line was recorded.
     """
     import json
     import time
 
     path = os.environ.get("TORCHELASTIC_ERROR_FILE")
-    if not path or int(os.environ.get("WORLD_SIZE", "1") or 1) <= 1:
-        return
+    if not path:
+        return False
     try:
         with open(path, "w", encoding="utf-8") as handle:
             json.dump({"message": line, "timestamp": int(time.time()), ERROR_KEY: line}, handle)
     except OSError:
-        pass
+        return False
+    return True
 
 
 class LaunchError(NectarGANError):

@@ -104,6 +104,8 @@ class Run:
         # Rank r draws from seed + r (dropout masks differ across processes); rank 0 matches a single process.
         seed_everything(run_cfg.seed + self.dist.rank)
         device = self.dist.device(resolve_device(run_cfg.device))
+        if device.type == "cuda" and device.index is not None and not self.dist.enabled:
+            torch.cuda.set_device(device)  # cuda:N: current_stream() and events then mean that GPU's, as in DDP
         self.trainer: Trainer = trainer_cls(
             config=config, run_dir=run_dir, hook=self.pm.hook, device=device, name=component.name,
             registry=registry, dist=self.dist,

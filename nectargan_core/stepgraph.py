@@ -18,8 +18,11 @@ scheduled loss weight). A step with a new key is captured anew; one whose key
 changes at almost every step (a per-step LR schedule) runs eagerly. Host-side
 per-step work (draws for the CycleGAN image pools) belongs in
 ``Trainer.prepare_step``, which always runs eagerly. A step that cannot be
-captured (a host read such as ``.item()``, an optimizer without a capturable
-mode) runs eagerly from then on, with one line saying why.
+captured is known before it is tried where it can be (an optimizer without a
+capturable mode, a host read the kit or the trainer declares: ``auto`` then
+trains eagerly and the start summary says why); a capture that fails anyway
+stops the run with one line, since torch's allocator and RNG stay in capture
+state after a failed capture and eager training could not go on safely.
 
 Torch is imported lazily by the runner: deciding the mode needs none.
 """
@@ -31,7 +34,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from .errors import ConfigError
+from .errors import ConfigError, TrainingError
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -48,7 +51,7 @@ WARMUP_STEPS = 3
 MAX_GRAPHS = 4
 #: Graphs kept per batch shape: a new learning rate replaces the graph of the old one.
 MAX_GRAPHS_PER_SHAPE = 2
-#: More captures than this within RECAPTURE_WINDOW steps: the key changes too often for graphs to pay off.
+#: More new keys than this within RECAPTURE_WINDOW steps: the key changes too often for graphs to pay off.
 MAX_RECAPTURES = 6
 RECAPTURE_WINDOW = 200
 #: Optimizer settings that do not change what a step computes (the kernel choice) or that the runner sets.
@@ -74,11 +77,13 @@ def configured_mode(config: Any) -> str:
 
 
 def decide(mode: str, *, device_type: str, distributed: bool, accumulate: int, on_kit: bool,
-           compiled: bool = False) -> GraphDecision:
+           compiled: bool = False, other: tuple[str, ...] = ()) -> GraphDecision:
     """The capture mode of a run: ``auto`` captures where it is safe; ``on`` refuses what is not.
 
     ``on_kit``: the trainer declares a TrainerKit (the kit defers LR schedules
-    to after each replay and makes its optimizers capturable).
+    to after each replay and makes its optimizers capturable). ``other``: more
+    reasons the step cannot be captured (its optimizers, a host read the
+    trainer declares), known once the trainer is set up.
     """
     if mode not in MODES:
         raise ConfigError(f"precision.cuda_graphs: {mode!r} is not one of {', '.join(MODES)}")
@@ -95,6 +100,7 @@ def decide(mode: str, *, device_type: str, distributed: bool, accumulate: int, o
         blockers.append("the trainer does not use the TrainerKit (its updates are not known to the engine)")
     if compiled:
         blockers.append("precision.compile is on (torch.compile manages its own graphs)")
+    blockers += other
     if not blockers:
         return GraphDecision(True, f"the step is captured after {WARMUP_STEPS} warm-up steps and replayed")
     if mode == "on":
@@ -229,7 +235,9 @@ class StepGraphs:
         self.warmup = warmup
         self.graphs: "collections.OrderedDict[Any, _Captured]" = collections.OrderedDict()
         self.seen: collections.Counter[Any] = collections.Counter()
-        self.capture_steps: collections.deque[int] = collections.deque(maxlen=MAX_RECAPTURES + 1)
+        self.warmed: set[Any] = set()
+        #: The steps at which a new key (after the first) appeared, recent ones only.
+        self.changes: collections.deque[int] = collections.deque(maxlen=MAX_RECAPTURES + 1)
         #: Steps run each way since the start of the run (for the benchmark and the tests).
         self.replays = 0
         self.eager = 0
@@ -250,8 +258,22 @@ class StepGraphs:
         if captured is not None:
             self.graphs.move_to_end(key)
             return self._replay(captured, batch)
-        if self.seen[shapes] < self.warmup:
+        if self.seen[shapes] < self.warmup:  # optimizer state, cuDNN autotuning, lazily made buffers
             self.seen[shapes] += 1
+            self.warmed.add(key)
+            return self._eager_on_side_stream(batch, batch_idx)
+        if key not in self.warmed:
+            # A new key warms up once too: a part that first runs under it (a loss its schedule switches on)
+            # makes its state eagerly, not inside a graph that would zero it at every replay.
+            step = trainer.global_step
+            window = [s for s in self.changes if step - s < RECAPTURE_WINDOW]
+            if len(window) >= MAX_RECAPTURES:
+                self._give_up(f"the step changed {len(window) + 1} times within {RECAPTURE_WINDOW} steps (a "
+                              "learning rate or loss weight scheduled per step, or a graph_key that changes every "
+                              "step), so each capture would replay only a few times")
+                return self(batch, batch_idx)
+            self.changes.append(step)
+            self.warmed.add(key)
             return self._eager_on_side_stream(batch, batch_idx)
         return self._capture(key, batch, batch_idx)
 
@@ -280,14 +302,6 @@ class StepGraphs:
         import torch
 
         trainer = self.trainer
-        step = trainer.global_step
-        window = [s for s in self.capture_steps if step - s < RECAPTURE_WINDOW]
-        if len(window) >= MAX_RECAPTURES:
-            self._give_up(f"the step changed {len(window) + 1} times within {RECAPTURE_WINDOW} steps (a learning "
-                          "rate or loss weight scheduled per step, or a graph_key that changes every step), so "
-                          "each capture would replay only a few times")
-            return self(batch, batch_idx)
-        self.capture_steps.append(step)
         same_shape = [k for k in self.graphs if k[0] == key[0]]
         for old in same_shape[:max(0, len(same_shape) - MAX_GRAPHS_PER_SHAPE + 1)]:
             del self.graphs[old]  # least recently used first: its memory goes back before the capture
@@ -298,7 +312,8 @@ class StepGraphs:
         graph = torch.cuda.CUDAGraph()
         for kit in kits:
             kit.begin_capture()
-        failure: BaseException | None = None
+        failure: Exception | None = None
+        completed = False
         outputs: Any = None
         stream = self._side_stream()
         # torch.cuda.graph() without its gc.collect() and empty_cache(): a re-capture (a new learning rate
@@ -311,16 +326,20 @@ class StepGraphs:
                     outputs = trainer.hook.train_step(trainer=trainer, batch=inputs, batch_idx=batch_idx)
                 finally:
                     graph.capture_end()
-        except Exception as exc:  # noqa: BLE001 - any failure to capture means: run eagerly
+            completed = outputs is not None
+        except Exception as exc:  # noqa: BLE001 - reported below, as one line
             failure = exc
-        finally:
-            after = [action for kit in kits for action in kit.end_capture(failed=failure is not None)]
+        finally:  # a Ctrl-C during the capture too: nothing of the step ran, its Python state is dropped
+            after = [action for kit in kits for action in kit.end_capture(failed=not completed)]
         torch.cuda.current_stream().wait_stream(stream)
-        if failure is not None or outputs is None:
-            reason = str(failure).strip().splitlines()[0] if failure is not None and str(failure).strip() else \
-                type(failure).__name__ if failure is not None else "train_step returned None"
-            self._give_up(f"capturing the step failed ({reason[:200]})")
-            return self(batch, batch_idx)  # nothing of the captured step ran: run this batch eagerly
+        if not completed:
+            # A failed capture leaves torch's allocator and RNG in capture state for the rest of the process, so
+            # training cannot safely go on eagerly here; what auto knows cannot be captured it never tries.
+            reason = (str(failure).strip().splitlines() or [type(failure).__name__])[0] if failure is not None \
+                else "train_step returned None"
+            raise TrainingError(f"precision.cuda_graphs: capturing the training step failed ({reason[:200]}); "
+                                "set precision.cuda_graphs=off for this run (a step that reads a value back to the "
+                                "host, or an optimizer without a capturable mode, cannot be captured)")
         captured = _Captured(graph, inputs, outputs, after)
         self.graphs[key] = captured
         return self._replay(captured, batch)
@@ -357,5 +376,25 @@ def step_runner(trainer: "Trainer") -> StepGraphs:
                       distributed=trainer.dist.enabled, accumulate=max((k.accumulate for k in kits), default=1),
                       on_kit=bool(kits),
                       compiled=getattr(getattr(trainer.config, "precision", None), "compile", "off")
-                      not in ("off", None))
+                      not in ("off", None),
+                      other=tuple(uncapturable(trainer, kits)))
     return StepGraphs(trainer, decision)
+
+
+def uncapturable(trainer: "Trainer", kits: list[Any]) -> list[str]:
+    """Why this trainer's step, as set up, cannot be captured: its optimizers, host reads it makes or declares."""
+    reasons = []
+    skip = getattr(getattr(trainer.config, "loop", None), "nonfinite", "stop") == "skip"
+    for update in (u for kit in kits for u in kit.updates):
+        optimizer, kind = update.optimizer, type(update.optimizer).__name__
+        if "capturable" not in optimizer.defaults:
+            reasons.append(f"the optimizer {kind} has no capturable mode")
+        elif skip and not optimizer.defaults.get("fused"):
+            reasons.append(f"loop.nonfinite: skip with a non-fused {kind} reads a flag on the host (fused does not)")
+        scaler = update.scaler
+        if scaler is not None and scaler.is_enabled() and not getattr(optimizer, "_step_supports_amp_scaling", False):
+            reasons.append(f"fp16's GradScaler reads a flag on the host with a non-fused {kind}")
+    declared = trainer.graph_blocker()
+    if declared:
+        reasons.append(declared)
+    return reasons

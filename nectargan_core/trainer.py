@@ -65,7 +65,7 @@ ENGINE_STATE = frozenset({
 })
 #: The methods a trainer overrides (docs/plugins/trainer-api.md); Trainer's other methods are the engine's.
 OVERRIDABLE = frozenset({"setup", "train_dataloader", "check_config", "generator_spec", "describe", "prepare_step",
-                         "graph_key"})
+                         "graph_key", "graph_blocker"})
 #: Files whose code may assign the engine's attributes: this module and the run that owns the trainer.
 _ENGINE_FILES = frozenset({__file__, str(Path(__file__).with_name("run.py"))})
 NAMES_DOC = "docs/plugins/trainer-api.md#names-the-engine-owns"
@@ -231,6 +231,16 @@ class Trainer:
         anew. Default: ``()`` (the step's Python flow never changes).
         """
         return ()
+
+    def graph_blocker(self) -> str | None:
+        """Why this trainer's step, as configured, cannot be captured as a CUDA graph (None: it can).
+
+        Override when the step reads a device value back to the host (``bool(t)``,
+        ``.item()``) in some configuration: ``precision.cuda_graphs: auto`` then
+        trains eagerly and says why, and ``on`` refuses. Called once the trainer
+        is set up.
+        """
+        return None
 
     def build(self, kind: str, choice: "ComponentChoice | str", **overrides: Any) -> Any:
         """Build a registered part from a config choice (name + options) or a bare name.

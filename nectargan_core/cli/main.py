@@ -60,15 +60,12 @@ def report(error: NectarGANError) -> int:
     rank failing alike would otherwise print the same line once each).
     """
     from ..distributed import LAUNCHER_PID_ENV
+    from ..launch import record_for_launcher
 
-    worker = bool(os.environ.get("TORCHELASTIC_ERROR_FILE"))
-    if not (worker and os.environ.get(LAUNCHER_PID_ENV)):
+    recorded = record_for_launcher(str(error).splitlines()[0] if str(error) else type(error).__name__)
+    if not (recorded and os.environ.get(LAUNCHER_PID_ENV)):  # under our launcher, it prints the line
         for line in str(error).splitlines() or [type(error).__name__]:
             click.echo(f"error: {printable(line)}", err=True)
-    if worker:  # a torchrun worker: tell the launcher
-        from ..launch import record_for_launcher
-
-        record_for_launcher(str(error).splitlines()[0] if str(error) else type(error).__name__)
     return error.exit_code
 
 

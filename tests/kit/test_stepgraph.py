@@ -19,7 +19,7 @@ import torch
 
 import kitgan_plugin
 from nectargan_core import Run
-from nectargan_core.errors import ConfigError
+from nectargan_core.errors import ConfigError, TrainingError
 from nectargan_core.stepgraph import (MAX_GRAPHS, MAX_GRAPHS_PER_SHAPE, MAX_RECAPTURES, WARMUP_STEPS, GraphDecision, StepGraphs,
                                       batch_signature, clone_outputs, decide, optimizer_key, planned)
 
@@ -221,9 +221,10 @@ def test_a_changed_learning_rate_is_a_new_capture_and_graphs_are_bounded(host, t
         for i in range(3):
             runner(batch, i)
         trainer.global_step += RECAPTURE_GAP
-    # each new learning rate is a capture; the graph of the one before last goes (two per batch shape)
+    # each new learning rate is one eager step, then a capture; the graph of the one before last goes (two per shape)
     assert len(FakeGraph.made) == MAX_GRAPHS + 2 and len(runner.graphs) == MAX_GRAPHS_PER_SHAPE and runner.enabled
-    assert runner.replays == 1 + (MAX_GRAPHS + 1) * 3  # a capture replays at once for its own batch
+    assert runner.eager == WARMUP_STEPS + MAX_GRAPHS + 1
+    assert runner.replays == 1 + (MAX_GRAPHS + 1) * 2  # a capture replays at once for its own batch
 
 
 RECAPTURE_GAP = 100  # steps between the learning-rate changes above: captures far apart are fine
@@ -240,7 +241,8 @@ def test_a_key_that_changes_every_step_gives_up_graphs_with_one_line(host, tmp_p
         optimizer.param_groups[0]["lr"] *= 0.9
         runner(batch, i)
         trainer.global_step += 1
-    assert not runner.enabled and len(FakeGraph.made) == MAX_RECAPTURES and not runner.graphs
+    # every key is new: warmed up eagerly, never captured, until the runner says it gives up
+    assert not runner.enabled and len(FakeGraph.made) == 0 and not runner.graphs
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("warning: precision.cuda_graphs: the step changed")
     assert "training goes on eagerly" in err[0]
@@ -250,7 +252,8 @@ def test_a_key_that_changes_every_step_gives_up_graphs_with_one_line(host, tmp_p
 
 
 def test_step_unit_schedules_are_stepped_after_every_replay_not_in_the_graph(host, tmp_path, fake_cuda):
-    trainer = kitgan_trainer(host, tmp_path, samples=16, batch_size=2, lr_decay=0.9, lr_unit="step")
+    # decay 1.0: the scheduler steps every step but the learning rate (part of the key) stays, so steps replay
+    trainer = kitgan_trainer(host, tmp_path, samples=16, batch_size=2, lr_decay=1.0, lr_unit="step")
     runner = StepGraphs(trainer, GraphDecision(True, "test"))
     schedulers = [u.scheduler for u in trainer.kit.updates if u.scheduler is not None]
     assert len(schedulers) == 1
@@ -262,22 +265,57 @@ def test_step_unit_schedules_are_stepped_after_every_replay_not_in_the_graph(hos
     assert runner.replays == 4
 
 
-def test_a_failed_capture_runs_the_batch_eagerly_and_stays_eager(host, tmp_path, fake_cuda, capsys):
+def test_a_failed_capture_stops_the_run_with_one_line_and_leaves_the_kit_clean(host, tmp_path, fake_cuda):
+    """torch's allocator and RNG stay in capture state after a failed capture: the run stops, in one line."""
     trainer = kitgan_trainer(host, tmp_path, samples=16, batch_size=2)
     runner = StepGraphs(trainer, GraphDecision(True, "test"))
     batch = batches(trainer, 1)[0]
     for i in range(WARMUP_STEPS):
         runner(batch, i)
     fake_cuda["with"] = RuntimeError("CUDA error: operation not permitted when stream is capturing\nmore")
-    before = [p.detach().clone() for p in trainer.generator.parameters()]
-    outputs = runner(batch, 0)
-    assert "G" in outputs and not runner.enabled and runner.eager == WARMUP_STEPS + 1
-    assert any(not torch.equal(a, b) for a, b in zip(before, trainer.generator.parameters()))  # it really trained
+    with pytest.raises(TrainingError) as err:
+        runner(batch, 0)
+    assert str(err.value) == ("precision.cuda_graphs: capturing the training step failed (CUDA error: operation not "
+                              "permitted when stream is capturing); set precision.cuda_graphs=off for this run (a "
+                              "step that reads a value back to the host, or an optimizer without a capturable mode, "
+                              "cannot be captured)")
     assert all(not u.pending and u.optimizer.param_groups[0].get("capturable", False) is False
-               for u in trainer.kit.updates)
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["warning: precision.cuda_graphs: capturing the step failed (CUDA error: operation not "
-                   "permitted when stream is capturing); training goes on eagerly"]
+               for u in trainer.kit.updates) and trainer.kit.current_step is None and trainer.kit.active is None
+
+
+def test_a_new_key_warms_up_once_before_its_capture(host, tmp_path, fake_cuda):
+    """A loss switched on by its schedule (a new graph_key) makes its state eagerly, not inside a graph."""
+    trainer = kitgan_trainer(host, tmp_path, samples=16, batch_size=2)
+    runner = StepGraphs(trainer, GraphDecision(True, "test"))
+    batch = batches(trainer, 1)[0]
+    keys = iter([0] * (WARMUP_STEPS + 2) + [1] * 3)
+    trainer.graph_key = lambda batch_idx: next(keys)  # the test's own key sequence
+    for i in range(WARMUP_STEPS + 5):
+        runner(batch, i)
+    assert runner.eager == WARMUP_STEPS + 1 and len(FakeGraph.made) == 2 and runner.replays == 4
+
+
+@pytest.mark.parametrize("change, reason", [
+    ({"implementation": "foreach"}, "loop.nonfinite: skip with a non-fused Adam reads a flag on the host"),
+    ({"implementation": "single"}, "loop.nonfinite: skip with a non-fused Adam reads a flag on the host"),
+    ({"fp16_scaler": True}, "fp16's GradScaler reads a flag on the host with a non-fused Adam"),
+])
+def test_what_would_read_the_host_is_known_before_any_capture(host, tmp_path, change, reason):
+    from nectargan_core.stepgraph import uncapturable
+
+    nonfinite = "skip" if "implementation" in change else "stop"
+    config = {
+        "trainer": "kitgan",
+        "run": {"output_dir": str(tmp_path / "runs"), "device": "cpu", "seed": 3},
+        "loop": {"epochs": 1, "val_every_epochs": None, "nonfinite": nonfinite},
+        "checkpoint": {"every_epochs": None, "save_last": False}, "visualizers": [],
+        "kitgan": {"implementation": "single", **change},
+    }
+    trainer = Run.create(config, host=host).trainer
+    trainer.prepare()
+    reasons = uncapturable(trainer, trainer.kit and [trainer.kit])
+    assert any(r.startswith(reason) for r in reasons), reasons
+    assert decide("auto", **SAFE, other=tuple(reasons)).reason == reasons[0]
 
 
 def test_the_kit_leaves_cpu_optimizers_as_they_are_and_drops_a_failed_capture(host, tmp_path):

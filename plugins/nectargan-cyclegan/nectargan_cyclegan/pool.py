@@ -65,11 +65,8 @@ class ImagePool:
         self.device = torch.device(device)
         self.count = 0
         self.buffer: torch.Tensor | None = None
-        # Per batch length: the device plan (written in place, so a captured step reads each step's plan) and,
-        # on CUDA, its pinned staging tensor. One event guards the staging tensors against being rewritten
-        # while an earlier copy from them may still be pending.
-        self._plans: dict[int, tuple[torch.Tensor, torch.Tensor | None]] = {}
-        self._copied: torch.cuda.Event | None = None
+        # Per batch length: the device plan, written in place, so a captured step reads each step's plan.
+        self._plans: dict[int, torch.Tensor] = {}
         self._plan: torch.Tensor | None = None  # the plan the next query follows
 
     def __len__(self) -> int:
@@ -99,18 +96,14 @@ class ImagePool:
                 rows[STORE][i] = rows[TAKE][i] = 1
         decided = torch.tensor(rows, dtype=torch.int64)
         if count not in self._plans:
-            staging = torch.empty_like(decided).pin_memory() if self.device.type == "cuda" else None
-            self._plans[count] = (torch.empty_like(decided, device=self.device), staging)
-        plan, staging = self._plans[count]
-        if staging is None:
-            plan.copy_(decided)
+            self._plans[count] = torch.empty_like(decided, device=self.device)
+        plan = self._plans[count]
+        if self.device.type == "cuda":
+            # A fresh pinned tensor each step: torch's caching host allocator keeps its block until the copy has
+            # read it, so the host never waits for the GPU here (a reused staging tensor would need a wait).
+            plan.copy_(decided.pin_memory(), non_blocking=True)
         else:
-            if self._copied is None:
-                self._copied = torch.cuda.Event()
-            self._copied.synchronize()  # the previous plan's copy has read its staging tensor
-            staging.copy_(decided)
-            plan.copy_(staging, non_blocking=True)
-            self._copied.record()
+            plan.copy_(decided)
         self._plan = plan
 
     def query(self, images: torch.Tensor, dist: Any = None) -> torch.Tensor:

@@ -200,6 +200,12 @@ class CycleGANTrainer(Trainer):
         self.fake_B_pool.restore(state[1])
         self.pool_random.setstate(state[2])
 
+    def graph_blocker(self) -> str | None:
+        """Under ``loop.nonfinite: skip`` a bad step restores the pools after reading its flag on the host."""
+        if self.config.loop.nonfinite == "skip":
+            return "loop.nonfinite: skip restores the CycleGAN image pools after reading a flag on the host"
+        return None
+
     @hookimpl
     def train_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, Any]:
         cfg, autocast, gan = self.config.loss, self.precision.autocast, self.objective
