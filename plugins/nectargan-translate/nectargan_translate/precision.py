@@ -69,8 +69,14 @@ class Precision:
         from nectargan_core.stepgraph import planned
 
         config = trainer.config
-        accumulate = getattr(getattr(config, "optim", None), "gradient_accumulation", 1)
+        optim = getattr(config, "optim", None)
+        accumulate = getattr(optim, "gradient_accumulation", 1)
         graphs = planned(config, trainer.device.type, trainer.dist.world_size, accumulate)
+        # What the engine will refuse to capture once the trainer is set up (see nectargan_core.stepgraph):
+        # a non-fused Adam under loop.nonfinite: skip, and what the trainer itself declares.
+        fused = getattr(optim, "implementation", "auto") in ("auto", "fused")
+        if config.loop.nonfinite == "skip" and not fused or trainer.graph_blocker():
+            graphs = False
         return cls(config.precision.amp, trainer.device, graphs=graphs)
 
     @property
