@@ -237,8 +237,8 @@ class Trainer:
 
         Override when the step reads a device value back to the host (``bool(t)``,
         ``.item()``) in some configuration: ``precision.cuda_graphs: auto`` then
-        trains eagerly and says why, and ``on`` refuses. Called once the trainer
-        is set up.
+        trains eagerly and says why, and ``on`` refuses. Decide from the config:
+        it may be asked while ``setup`` runs (translate's precision choice does).
         """
         return None
 
