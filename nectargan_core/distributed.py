@@ -43,11 +43,10 @@ from typing import Any, Callable, Optional, TypeVar
 import torch
 
 from .errors import ConfigError, NectarGANError
+from .launch import LAUNCHER_PID_ENV
 
 T = TypeVar("T")
 
-#: Environment variable through which ``nectargan train --nproc`` tells its workers its pid.
-LAUNCHER_PID_ENV = "NECTARGAN_LAUNCHER_PID"
 PR_SET_PDEATHSIG = 1
 
 

@@ -37,6 +37,9 @@ SIGNALS_ENV = "TORCHELASTIC_SIGNALS_TO_HANDLE"
 AGENT_SIGNALS = "SIGHUP,SIGQUIT"
 #: The folder in which rank 0 of each attempt leaves its exit code (``exit-<attempt>``) for the launcher.
 EXIT_CODE_DIR_ENV = "NECTARGAN_EXIT_CODE_DIR"
+#: Set by ``nectargan train --nproc`` in its processes: the launcher's pid (they follow it, and leave their
+#: error lines to it).
+LAUNCHER_PID_ENV = "NECTARGAN_LAUNCHER_PID"
 RUNNING = "running"
 
 
@@ -247,8 +250,6 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
-
-    from .distributed import LAUNCHER_PID_ENV
 
     if "OMP_NUM_THREADS" not in os.environ:  # as torchrun: share the cores between the processes
         os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // nproc))

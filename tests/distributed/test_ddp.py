@@ -213,14 +213,18 @@ def test_an_error_in_one_rank_fails_the_run_naming_that_rank(tmp_path: Path) -> 
     verify_checkpoint(checkpoints[0])
 
 
-def test_a_run_that_failed_before_its_first_checkpoint_offers_no_resume(tmp_path: Path) -> None:
+def test_a_run_that_failed_before_its_first_checkpoint_names_its_emergency_checkpoint(tmp_path: Path) -> None:
     failed = run_cli(*toy_args("toy.fail_at_step=2", "toy.fail_rank=0"), cwd=tmp_path, timeout=120)
     assert failed.returncode != 0 and failed.stderr.count("error:") == 1, failed.stderr
     assert "toy failure at step 2" in failed.stderr  # a plugin's bug: its traceback, from the rank
     last = [line for line in failed.stderr.splitlines() if line.strip()][-1]
     run_dir = (tmp_path / "runs/run/version_0").resolve()
     assert last.startswith("error: rank 0 "), last
-    assert last.endswith(f"; no checkpoint was written in {run_dir}") and "--resume" not in last, last
+    # no periodic checkpoint yet; rank 0 saved an emergency one: the line says how to continue from it
+    emergency = RunDir(run_dir).emergency_checkpoints()
+    assert len(emergency) == 1, list(run_dir.rglob("*.pt"))
+    assert last.endswith(f"; an emergency checkpoint was saved: continue with nectargan train --resume {run_dir} "
+                         f"--checkpoint {emergency[0]} --nproc 2"), last
 
 
 def test_an_elastic_restart_resumes_the_same_run_exactly(tmp_path: Path) -> None:
