@@ -76,6 +76,11 @@ def configured_mode(config: Any) -> str:
     return mode if mode in MODES else "auto"
 
 
+def compiled(config: Any) -> bool:
+    """Whether ``config`` asks torch.compile for the step (``precision.compile`` other than off)."""
+    return getattr(getattr(config, "precision", None), "compile", "off") not in ("off", None)
+
+
 def decide(mode: str, *, device_type: str, distributed: bool, accumulate: int, on_kit: bool,
            compiled: bool = False, other: tuple[str, ...] = ()) -> GraphDecision:
     """The capture mode of a run: ``auto`` captures where it is safe; ``on`` refuses what is not.
@@ -114,10 +119,9 @@ def planned(config: Any, device_type: str, world_size: int = 1, accumulate: int 
     For choices that depend on it, such as ``precision.amp: auto`` (bf16
     pays off for a replayed step, not for an eager one at batch 1).
     """
-    compiled = getattr(getattr(config, "precision", None), "compile", "off") not in ("off", None)
     try:
         return decide(configured_mode(config), device_type=device_type, distributed=world_size > 1,
-                      accumulate=accumulate, on_kit=True, compiled=compiled).enabled
+                      accumulate=accumulate, on_kit=True, compiled=compiled(config)).enabled
     except ConfigError:
         return False
 
@@ -129,10 +133,9 @@ def check_mode(config: Any, trainer_cls: type, device_type: str) -> None:
     from .kit import TrainerKit
 
     on_kit = any(isinstance(value, TrainerKit) for cls in trainer_cls.__mro__ for value in vars(cls).values())
-    precision = getattr(config, "precision", None)
     decide("on", device_type=device_type, distributed=False,
            accumulate=getattr(getattr(config, "optim", None), "gradient_accumulation", 1), on_kit=on_kit,
-           compiled=getattr(precision, "compile", "off") not in ("off", None))
+           compiled=compiled(config))
 
 
 # -- the runner ------------------------------------------------------------------
@@ -375,8 +378,7 @@ def step_runner(trainer: "Trainer") -> StepGraphs:
     decision = decide(configured_mode(trainer.config), device_type=trainer.device.type,
                       distributed=trainer.dist.enabled, accumulate=max((k.accumulate for k in kits), default=1),
                       on_kit=bool(kits),
-                      compiled=getattr(getattr(trainer.config, "precision", None), "compile", "off")
-                      not in ("off", None),
+                      compiled=compiled(trainer.config),
                       other=tuple(uncapturable(trainer, kits)))
     return StepGraphs(trainer, decision)
 
