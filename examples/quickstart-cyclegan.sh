@@ -27,7 +27,7 @@ fi
 echo "==> training (Ctrl-C stops cleanly; resume with: $nectargan train --resume latest --output-dir quickstart/runs)"
 "$nectargan" train -c examples/quickstart-cyclegan.yaml
 
-run_dir=$("$venv/bin/python" -c "from nectargan_core.rundir import latest_run; print(latest_run('quickstart/runs', 'quickstart-cyclegan').path)")
+run_dir=$("$venv/bin/python" -c "from nectargan_core import latest_run; print(latest_run('quickstart/runs', 'quickstart-cyclegan').path)")
 for direction in AtoB BtoA; do
     echo "==> testing $run_dir, $direction"
     "$nectargan" test "$run_dir" --direction "$direction" --grid

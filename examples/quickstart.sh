@@ -26,7 +26,7 @@ fi
 echo "==> training (Ctrl-C stops cleanly; resume with: $nectargan train --resume latest --output-dir quickstart/runs)"
 "$nectargan" train -c examples/quickstart.yaml
 
-run_dir=$("$venv/bin/python" -c "from nectargan_core.rundir import latest_run; print(latest_run('quickstart/runs', 'quickstart').path)")
+run_dir=$("$venv/bin/python" -c "from nectargan_core import latest_run; print(latest_run('quickstart/runs', 'quickstart').path)")
 echo "==> evaluating $run_dir on the test split"
 "$nectargan" test "$run_dir" --checkpoint best --split test
 

@@ -1,60 +1,88 @@
 """NectarGAN core: the hook specifications, plugin loading, config, run engine and CLI.
 
-Plugin authors need only::
+This package's ``__all__`` is the core's public API: the names a plugin may
+import (``from nectargan_core import Trainer``) and rely on across releases of
+the same major version (docs/plugins/compatibility.md). Its submodules are
+internal, except the pytest plugin ``nectargan_core.testing``.
 
-    from nectargan_core import hookimpl
-
-Importing this package does not import torch; ``Trainer``, ``Run``, the
-trainer kit (``TrainerKit``, ``Update``, ``optimizer_step``) and the other
-engine classes are loaded on first access.
+Importing this package does not import torch: every name but the hook
+markers and the errors is loaded on first access (``lazy_exports``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import CheckpointError, ConfigError, NectarGANError, PluginError
+from .errors import (CheckpointError, ConfigError, NameConflictError, NectarGANError, PluginError, RunDirError,
+                     TrainingError)
 from .hookspecs import hookimpl, hookspec
+from .lazy import lazy_exports
 
 __version__: str  # the installed nectargan-core's version, read on first access
 
-if TYPE_CHECKING:  # what _LAZY loads on first access, spelled out for type checkers and the API reference
-    from .accumulation import AccumulationGroup
-    from .checkpoint import load_checkpoint
-    from .config import Section, choice_of, load_config, name_of, parts_of
-    from .generators import GeneratorSpec
-    from .kit import TrainerKit
-    from .metrics import read_metrics
-    from .plugins import get_plugins
+if TYPE_CHECKING:  # the public names loaded on first access (lazy_exports reads this block)
+    # plugins, their registry and the hooks' helper types
+    from .hookspecs import Register
+    from .plugins import PluginHost, PluginInfo, get_plugins
+    from .registry import QUALIFIER, Component, Registry, unknown_name_message
+    # running and reading runs
     from .run import Run
-    from .sampling import ResumableSampler
+    from .rundir import CHECKPOINT_PATTERN, RunDir, latest_run
+    from .reporting.history import History, Series
+    from .reporting.runs import RunSummary, list_runs
+    from .reporting.report import write_report
+    from .checkpoint import FORMAT as CHECKPOINT_FORMAT
+    from .checkpoint import load_checkpoint, restoring, save_checkpoint, sha256_of, state_problem
+    from .metrics import read_metrics
+    from .directions import direction as metric_direction
+    from .directions import improved as metric_improved
+    from .losskeys import repeated_terms
+    # the author's classes
     from .trainer import Trainer
+    from .kit import Step, TrainerKit
     from .update import Update, optimizer_step
-
-_LAZY = {
-    "Trainer": ("nectargan_core.trainer", "Trainer"),
-    "Run": ("nectargan_core.run", "Run"),
-    "ResumableSampler": ("nectargan_core.sampling", "ResumableSampler"),
-    "TrainerKit": ("nectargan_core.kit", "TrainerKit"),
-    "Update": ("nectargan_core.update", "Update"),
-    "optimizer_step": ("nectargan_core.update", "optimizer_step"),
-    "AccumulationGroup": ("nectargan_core.accumulation", "AccumulationGroup"),
-    "GeneratorSpec": ("nectargan_core.generators", "GeneratorSpec"),
-    "load_config": ("nectargan_core.config", "load_config"),
-    "choice_of": ("nectargan_core.config", "choice_of"),
-    "name_of": ("nectargan_core.config", "name_of"),
-    "parts_of": ("nectargan_core.config", "parts_of"),
-    "Section": ("nectargan_core.config", "Section"),
-    "get_plugins": ("nectargan_core.plugins", "get_plugins"),
-    "load_checkpoint": ("nectargan_core.checkpoint", "load_checkpoint"),
-    "read_metrics": ("nectargan_core.metrics", "read_metrics"),
-}
+    from .accumulation import AccumulationGroup
+    from .sampling import ResumableSampler
+    from .generators import GeneratorSpec
+    from .distributed import Distributed
+    from .capabilities import NONFINITE_SKIP
+    from .device import resolve_device
+    from .stepgraph import planned as step_graphs_planned
+    from .signals import leave_stopping_to_main, stop_signalled
+    # config
+    from .config import (DEVICE_PATTERN, ComponentChoice, CoreConfig, Section, choice_of, describe_errors, dump_yaml,
+                         load_config, name_of, parse_override_value, parts_of, plain_name, registry_from,
+                         validate_config)
+    from .limits import (BATCH_OPTION, FRACTION_OPTION, IMAGE_SIDE_OPTION, IMAGE_WHY, MAX_IMAGE_SIDE, MAX_SECONDS,
+                         SECONDS_WHY, SEED_OPTION, Batch, BoundedFloat, BoundedInt, ImageSide, Seconds, Workers,
+                         at_most)
+    # files: complete or absent, and names a terminal can show
+    from .atomic import (atomic_write, atomic_write_text, commit_files, commit_folder, describe_os_error, new_folder,
+                         pid_alive, staging, sweep_stale_temps, temp_path)
+    from .filekind import kind_of as file_kind
+    from .text import printable, printable_lines
 
 __all__ = [
-    "hookimpl", "hookspec", "__version__",
-    "NectarGANError", "ConfigError", "PluginError", "CheckpointError",
-    *_LAZY,
+    "__version__", "hookimpl", "hookspec", "lazy_exports",
+    "NectarGANError", "ConfigError", "PluginError", "CheckpointError", "NameConflictError", "RunDirError",
+    "TrainingError",
+    "Register", "PluginHost", "PluginInfo", "get_plugins", "QUALIFIER", "Component", "Registry",
+    "unknown_name_message",
+    "Run", "CHECKPOINT_PATTERN", "RunDir", "latest_run", "History", "Series", "RunSummary", "list_runs",
+    "write_report", "CHECKPOINT_FORMAT", "load_checkpoint", "restoring", "save_checkpoint",
+    "sha256_of", "state_problem", "read_metrics", "metric_direction", "metric_improved", "repeated_terms",
+    "Trainer", "Step", "TrainerKit", "Update", "optimizer_step", "AccumulationGroup", "ResumableSampler",
+    "GeneratorSpec", "Distributed", "NONFINITE_SKIP", "resolve_device", "step_graphs_planned",
+    "leave_stopping_to_main", "stop_signalled",
+    "DEVICE_PATTERN", "ComponentChoice", "CoreConfig", "Section", "choice_of", "describe_errors", "dump_yaml",
+    "load_config", "name_of", "parse_override_value", "parts_of", "plain_name", "registry_from", "validate_config",
+    "BATCH_OPTION", "FRACTION_OPTION", "IMAGE_SIDE_OPTION", "IMAGE_WHY", "MAX_IMAGE_SIDE", "MAX_SECONDS",
+    "SECONDS_WHY", "SEED_OPTION", "Batch", "BoundedFloat", "BoundedInt", "ImageSide", "Seconds", "Workers", "at_most",
+    "atomic_write", "atomic_write_text", "commit_files", "commit_folder", "describe_os_error", "new_folder",
+    "pid_alive", "staging", "sweep_stale_temps", "temp_path", "file_kind", "printable", "printable_lines",
 ]
+
+_exported, __dir__ = lazy_exports(__name__, __file__)
 
 
 def __getattr__(name: str) -> Any:
@@ -63,11 +91,4 @@ def __getattr__(name: str) -> Any:
 
         globals()[name] = value = version("nectargan-core")
         return value
-    if name in _LAZY:
-        import importlib
-
-        module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'nectargan_core' has no attribute {name!r}")
+    return _exported(name)

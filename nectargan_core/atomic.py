@@ -165,6 +165,7 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` as UTF-8 to ``path`` complete or not at all (:func:`atomic_write`)."""
     atomic_write(path, lambda handle: handle.write(text.encode("utf-8")))
 
 

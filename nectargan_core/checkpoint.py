@@ -28,11 +28,13 @@ from .atomic import atomic_write, atomic_write_text, os_error_of
 from .errors import CheckpointError
 
 FORMAT = "nectargan-checkpoint"
+"""The ``format`` every NectarGAN checkpoint holds (with ``format_version``), to tell it from other ``.pt`` files."""
 FORMAT_VERSION = 1
 SIDECAR_SUFFIX = ".json"
 
 
 def sha256_of(path: Path, chunk: int = 1 << 20) -> str:
+    """The hex SHA-256 of a file, read in chunks (checkpoint sidecars and exports record it)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while block := handle.read(chunk):

@@ -1,13 +1,19 @@
-"""Resolve ``"module:attribute"`` references lazily.
+"""Load heavy objects on first use: ``"module:attribute"`` references and packages' public names.
 
-Plugins register heavy objects (torch modules, trainers) by reference so that
-loading plugins, listing them and printing help never imports torch.
+Plugins register heavy objects (torch modules, trainers) by reference, and
+each distribution's package exports torch-backed names without importing
+them, so that loading plugins, listing them and printing help never imports
+torch.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
-from typing import Any
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any, Callable
 
 
 def resolve(ref: Any) -> Any:
@@ -21,3 +27,53 @@ def resolve(ref: Any) -> Any:
     for part in attr_path.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+def _type_checking_imports(package: str, init_file: str) -> dict[str, tuple[str, str]]:
+    """``{public name: (module, attribute)}`` from the ``if TYPE_CHECKING:`` block of a package's ``__init__``."""
+    tree = ast.parse(Path(init_file).read_text(encoding="utf-8"), init_file)
+    table: dict[str, tuple[str, str]] = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+            continue
+        for statement in node.body:
+            if not isinstance(statement, ast.ImportFrom):
+                raise TypeError(f"{init_file}: the TYPE_CHECKING block may hold only 'from ... import' lines")
+            module = importlib.util.resolve_name("." * statement.level + (statement.module or ""), package)
+            for alias in statement.names:
+                table[alias.asname or alias.name] = (module, alias.name)
+    return table
+
+
+def lazy_exports(package: str, init_file: str) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The module ``__getattr__`` and ``__dir__`` (PEP 562) of a package whose public names load on first access.
+
+    The package lists its public names once, as imports under ``if TYPE_CHECKING:``
+    in its ``__init__.py``: type checkers and the API reference read them there,
+    and the returned ``__getattr__`` imports a name's module only when the name is
+    first used. So ``import nectargan_translate`` stays cheap and torch-free while
+    ``from nectargan_translate import PairedDataset`` works::
+
+        if TYPE_CHECKING:
+            from .data.paired import PairedDataset
+
+        __getattr__, __dir__ = lazy_exports(__name__, __file__)
+    """
+    table: dict[str, tuple[str, str]] = {}
+
+    def __getattr__(name: str) -> Any:
+        if not table:
+            table.update(_type_checking_imports(package, init_file))
+        if name not in table:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module, attr = table[name]
+        value = getattr(importlib.import_module(module), attr)
+        setattr(sys.modules[package], name, value)  # later accesses skip __getattr__
+        return value
+
+    def __dir__() -> list[str]:
+        if not table:
+            table.update(_type_checking_imports(package, init_file))
+        return sorted(set(vars(sys.modules[package])) | set(table))
+
+    return __getattr__, __dir__

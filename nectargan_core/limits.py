@@ -24,38 +24,40 @@ from pydantic import AfterValidator, Field
 
 from .text import describe_char, printable, unsafe_char
 
-#: Largest config file read (bytes). Real configs are a few kilobytes.
 MAX_CONFIG_BYTES = 1 << 20
-#: Deepest nesting of mappings and lists in a config (the deepest shipped structure has 7 levels).
+"""Largest config file read (bytes). Real configs are a few kilobytes."""
 MAX_DEPTH = 32
-#: Most values (keys, scalars, lists, mappings) a config may hold once YAML aliases are expanded.
-#: A pix2pix config with every part switched on has under 1000.
+"""Deepest nesting of mappings and lists in a config (the deepest shipped structure has 7 levels)."""
 MAX_VALUES = 10_000
-#: Longest text value or key in a config (characters): PATH_MAX on Linux.
+"""Most values (keys, scalars, lists, mappings) a config may hold once YAML aliases are expanded. A pix2pix config
+with every part switched on has under 1000."""
 MAX_TEXT = 4096
-#: Longest name that becomes one folder entry (run.name, split folders): the file name limit of Linux,
-#: macOS and Windows file systems (NAME_MAX), in UTF-8 bytes.
+"""Longest text value or key in a config (characters): PATH_MAX on Linux."""
 MAX_NAME_BYTES = 255
-#: Largest image side (pixels): the largest power of two whose square stays under Pillow's
-#: decompression-bomb limit (89.5 megapixels), which refuses bigger images anyway.
+"""Longest name that becomes one folder entry (run.name, split folders): the file name limit of Linux, macOS and
+Windows file systems (NAME_MAX), in UTF-8 bytes."""
 MAX_IMAGE_SIDE = 8192
-#: Largest run seed: NumPy's seed range; the per-epoch, per-rank and per-worker seeds derived
-#: from it (``seed * 1000003 + epoch`` and similar) stay inside torch's 64-bit seed range.
+"""Largest image side (pixels): the largest power of two whose square stays under Pillow's decompression-bomb limit
+(89.5 megapixels), which refuses bigger images anyway."""
 MAX_SEED = 2**32 - 1
-#: Every integer of a config fits a signed 64-bit integer (torch and NumPy integers, JSON readers).
+"""Largest run seed: NumPy's seed range; the per-epoch, per-rank and per-worker seeds derived from it (``seed *
+1000003 + epoch`` and similar) stay inside torch's 64-bit seed range."""
 MIN_INT, MAX_INT = -(2**63), 2**63 - 1
-#: Longest wait any option may ask for (seconds): one day.
+"""Every integer of a config fits a signed 64-bit integer (torch and NumPy integers, JSON readers)."""
 MAX_SECONDS = 86_400.0
-#: Largest batch: torch builds a list of batch-size entries per batch, and no device holds more images at once.
+"""Longest wait any option may ask for (seconds): one day."""
 MAX_BATCH = 65_536
-#: Processes and threads per CPU that ``data.num_workers``, ``run.threads`` and ``--nproc`` may use.
+"""Largest batch: torch builds a list of batch-size entries per batch, and no device holds more images at once."""
 PROCESSES_PER_CPU = 4
+"""Processes and threads per CPU that ``data.num_workers``, ``run.threads`` and ``--nproc`` may use."""
 
 SEED_WHY = "NumPy seeds are 32-bit, and the seeds derived from it must stay within torch's 64-bit range"
 IMAGE_WHY = (f"the largest image side NectarGAN handles; Pillow refuses images over 89.5 megapixels "
              f"({MAX_IMAGE_SIDE}x{MAX_IMAGE_SIDE} is 67)")
+"""Why no image side may exceed :data:`MAX_IMAGE_SIDE`: the reason an error gives with the bound."""
 BATCH_WHY = "larger batches only allocate (torch builds a list of batch-size entries per batch)"
 SECONDS_WHY = "a wait longer than a day is a mistake, and longer timeouts overflow the operating system's"
+"""Why no wait may exceed :data:`MAX_SECONDS`: the reason an error gives with the bound."""
 
 
 def usable_cpus() -> int:
@@ -94,19 +96,19 @@ def at_most(limit: Union[int, float, Callable[[], Union[int, float]]], why: Unio
     return AfterValidator(check)
 
 
-#: The run seed.
 Seed = Annotated[int, Field(ge=0, json_schema_extra={"maximum": MAX_SEED}), at_most(MAX_SEED, SEED_WHY)]
-#: A side of an image in pixels (resize and crop sizes).
+"""The run seed."""
 ImageSide = Annotated[int, Field(ge=1, json_schema_extra={"maximum": MAX_IMAGE_SIDE}),
                       at_most(MAX_IMAGE_SIDE, IMAGE_WHY)]
-#: Images per batch.
+"""A side of an image in pixels (resize and crop sizes)."""
 Batch = Annotated[int, Field(ge=1, json_schema_extra={"maximum": MAX_BATCH}), at_most(MAX_BATCH, BATCH_WHY)]
-#: DataLoader worker processes (0: load in the main process).
+"""Images per batch."""
 Workers = Annotated[int, Field(ge=0), at_most(process_limit, processes_why)]
-#: Threads of one process.
+"""DataLoader worker processes (0: load in the main process)."""
 Threads = Annotated[int, Field(ge=1), at_most(process_limit, processes_why)]
-#: A duration in seconds (give the lower bound, gt=0 or ge=0, at the field).
+"""Threads of one process."""
 Seconds = Annotated[float, Field(json_schema_extra={"maximum": MAX_SECONDS}), at_most(MAX_SECONDS, SECONDS_WHY)]
+"""A duration in seconds (give the lower bound, gt=0 or ge=0, at the field)."""
 
 
 def check_name(value: str) -> str:
@@ -184,6 +186,7 @@ class BoundedInt(click.ParamType):
         self.low, self.high, self.why = low, high, why
 
     def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> int:
+        """The value as an int within the bounds, or click's usage error naming the option, the bound and why."""
         if isinstance(value, bool):
             self.fail(f"{value!r} is not an integer", param, ctx)
         high = self.high() if callable(self.high) else self.high
@@ -229,6 +232,7 @@ class BoundedFloat(click.ParamType):
                 f"and {'<' if self.high_open else '<='} {self.high:g}")
 
     def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> float:
+        """The value as a finite float within the bounds, or click's usage error naming the option, the bound and why."""
         text = str(value).strip()
         shown = text if len(text) <= 30 else f"{text[:12]}... ({len(text)} characters)"
         if isinstance(value, bool):
@@ -250,23 +254,23 @@ class BoundedFloat(click.ParamType):
         return f"BoundedFloat({self.low}, {self.high})"
 
 
-#: ``--val``/``--test``-like options: a share of the pairs.
 FRACTION_OPTION = BoundedFloat(0.0, 1.0, "a fraction of the pairs", high_open=True)
+"""``--val``/``--test``-like options: a share of the pairs."""
 
-#: ``--size``-like options: an image side in pixels.
 IMAGE_SIDE_OPTION = BoundedInt(1, MAX_IMAGE_SIDE, IMAGE_WHY)
-#: ``--nproc``-like options: processes on this machine.
+"""``--size``-like options: an image side in pixels."""
 PROCESSES_OPTION = BoundedInt(1, process_limit, processes_why)
-#: ``--batch-size``-like options.
+"""``--nproc``-like options: processes on this machine."""
 BATCH_OPTION = BoundedInt(1, MAX_BATCH, BATCH_WHY)
-#: ``--seed``-like options.
+"""``--batch-size``-like options."""
 SEED_OPTION = BoundedInt(0, MAX_SEED, SEED_WHY)
-#: ``--smooth``: a moving-average window in logging intervals.
+"""``--seed``-like options."""
 SMOOTH_OPTION = BoundedInt(1, 10_000, "a longer window flattens any curve, and each point averages its whole window")
-#: ``train --max-restarts``: restarts of a failed distributed run.
+"""``--smooth``: a moving-average window in logging intervals."""
 RESTARTS_OPTION = BoundedInt(0, 1000, "a run that failed a thousand times will not succeed by restarting")
-#: ``report --max-examples``: example images on one page.
+"""``train --max-restarts``: restarts of a failed distributed run."""
 EXAMPLES_OPTION = BoundedInt(0, 10_000, "a page with more images than that does not load in a browser")
-#: ``report --test-images``: images embedded per test results folder (each one input | output | target).
+"""``report --max-examples``: example images on one page."""
 TEST_IMAGES_OPTION = BoundedInt(0, 1000, "each is embedded in the one HTML file as input, output and target; "
                                 "every image is on the folder's own results page")
+"""``report --test-images``: images embedded per test results folder (each one input | output | target)."""

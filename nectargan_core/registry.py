@@ -52,8 +52,8 @@ HOOK_TO_KIND = {hook: kind for kind, hook in KINDS.items()}
 RUN_HOOK_KINDS = ("trainer", "visualizer", "callback")
 
 NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_.+-]{0,63}$")
-#: Separates the distribution (or plugin) from the part's name in a qualified name.
 QUALIFIER = ":"
+"""Separates the distribution (or plugin) from the part's name in a qualified name (``nectargan-losses:l1``)."""
 
 
 def normalize(name: str) -> str:
@@ -422,6 +422,7 @@ def ambiguous_message(kind: str, name: str, candidates: list[Component]) -> str:
 
 
 def unknown_name_message(kind: str, name: str, known: list[str], *, key: str | None = None) -> str:
+    """The one-line error for a name no plugin registered: the key at fault, the closest known name, all known names."""
     where = f"{key}: " if key else ""
     close = difflib.get_close_matches(str(name).rpartition(QUALIFIER)[2], known, n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""

@@ -30,6 +30,7 @@ from .text import printable
 
 VERSION_PATTERN = re.compile(r"^version_(\d+)$")
 CHECKPOINT_PATTERN = re.compile(r"^epoch(\d+)-step(\d+)\.pt$")
+"""File names of periodic checkpoints in a run's ``checkpoints`` folder (groups: epoch, step)."""
 EMERGENCY_PATTERN = re.compile(r"^emergency-step(\d+)\.pt$")
 STATUSES = ("running", "finished", "failed", "interrupted")
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg"}

@@ -27,6 +27,9 @@ from typing import Any, Callable, Collection, NamedTuple
 import pytest
 from pydantic import BaseModel
 
+__all__ = ["nectargan_plugin_host", "tiny_paired_dataset", "tiny_config", "run_training", "TrainingResult", "tiny_preset",
+           "merge_sections", "TINY_PRESET_SUFFIX"]
+
 
 class TrainingResult(NamedTuple):
     """What :func:`run_training` returns: the run directory and its metrics records."""

@@ -25,7 +25,7 @@ from .device import rng_state, seed_everything, set_rng_state
 from .distributed import Distributed
 from .errors import CheckpointError, ConfigError, NectarGANError, PluginError, TrainingError
 from .kit import kits_of
-from .metric_direction import improved
+from .directions import improved
 from .metrics import MetricsLog
 from .runlock import RunLostError
 from .rundir import RunDir

@@ -63,6 +63,7 @@ class Series:
     y: list[float] = field(default_factory=list)
 
     def add(self, x: float, y: Any) -> None:
+        """Append one point; a value that is not a number becomes NaN (a gap in the plot)."""
         self.x.append(x)
         self.y.append(to_float(y))
 
@@ -75,13 +76,16 @@ class History:
 
     @classmethod
     def read(cls, path: str | Path) -> "History":
+        """The history of a ``metrics.jsonl`` file, read with ``read_metrics`` (an incomplete last line is skipped)."""
         return cls(tuple(read_metrics(path)))
 
     def of(self, kind: str) -> list[Mapping[str, Any]]:
+        """The records of one kind (``train``, ``val``, ...), in file order."""
         return [record for record in self.records if record.get("kind") == kind]
 
     @property
     def empty(self) -> bool:
+        """Whether the run logged no training or validation record yet."""
         return not self.of("train") and not self.of("val")
 
     def losses(self, details: bool = False) -> dict[str, dict[str, Series]]:

@@ -9,7 +9,7 @@ from typing import Any, Iterator, Mapping
 from ..atomic import pid_alive
 from ..config import parse_file
 from ..errors import ConfigError, RunDirError
-from ..metric_direction import direction
+from ..directions import direction
 from ..rundir import VERSION_PATTERN, RunDir, iter_runs
 from ..runlock import is_held
 from .history import History, as_int
@@ -76,10 +76,12 @@ class RunSummary:
 
     @property
     def label(self) -> str:
+        """``name/version_N``, or the folder's name for a run outside the usual layout."""
         return f"{self.name}/version_{self.version}" if self.version is not None else self.path.name
 
     @property
     def status_text(self) -> str:
+        """The status with its note, as ``nectargan runs`` shows it (``failed (CUDA out of memory)``)."""
         return f"{self.status} ({self.note})" if self.note else self.status
 
     def as_dict(self) -> dict[str, Any]:

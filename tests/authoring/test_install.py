@@ -138,13 +138,15 @@ def test_uninstall_refuses_unknown_names_and_the_core():
 def test_install_prints_the_load_error_of_a_broken_plugin(tmp_path):
     folder = render("authkit_broken", "loss", tmp_path / "src")
     plugin = folder / "nectargan_authkit_broken" / "plugin.py"
-    plugin.write_text(plugin.read_text().replace("@hookimpl\ndef register_losses", "@hookimpl\ndef register_lossess"))
+    text = plugin.read_text().replace("@hookimpl\ndef register_losses", "@hookimpl\ndef register_lossess")
+    plugin.write_text(text)
+    line = text.splitlines().index("def register_lossess(register):")  # the @hookimpl line above it, 1-based
     site = tmp_path / "site"  # pip's --target passes through, so this test leaves the environment alone
     installed = run_cli("plugins", "install", "--quiet", "--no-deps", "--no-build-isolation", "--target", str(site),
                         str(folder), env={"PYTHONPATH": str(site)})
     assert installed.returncode == 1
     assert installed.stdout.endswith("authkit_broken (nectargan-authkit-broken 0.1.0) [error]\n  error: "
-                                     "nectargan_authkit_broken/plugin.py:13: hook 'register_lossess' is not a "
+                                     f"nectargan_authkit_broken/plugin.py:{line}: hook 'register_lossess' is not a "
                                      "nectargan hook; did you mean 'register_losses'?\n")
     assert installed.stderr.endswith("error: installed, but a plugin does not load (see above)\n")
 

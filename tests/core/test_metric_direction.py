@@ -6,7 +6,7 @@ import pytest
 
 from nectargan_core.config import load_config
 from nectargan_core.errors import ConfigError
-from nectargan_core.metric_direction import direction, improved
+from nectargan_core.directions import direction, improved
 from nectargan_core.plugins import get_plugins
 
 

@@ -232,7 +232,7 @@ def test_iterations_match_the_reference_optimize_parameters(tmp_path, make_unpai
             for mine, reference_image in zip(ours.images, theirs.images, strict=True):
                 torch.testing.assert_close(mine, reference_image, atol=1e-6, rtol=0)
     # the optimizers stepped once per iteration, and D is trainable again after G's update
-    assert int(trainer.opt_G.state_dict()["state"][0]["step"]) == steps
+    assert int(trainer.opt_g.state_dict()["state"][0]["step"]) == steps
     assert all(p.requires_grad for net in (trainer.D_A, trainer.D_B) for p in net.parameters())
 
 

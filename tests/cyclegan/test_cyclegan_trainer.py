@@ -117,7 +117,7 @@ def test_gradient_accumulation_equals_the_bigger_batch(tmp_path, data):
     for name in a:
         for key in a[name]:
             torch.testing.assert_close(b[name][key], a[name][key], atol=1e-6, rtol=0, msg=f"{name}.{key}")
-    assert int(small.trainer.opt_G.state_dict()["state"][0]["step"]) == 2
+    assert int(small.trainer.opt_g.state_dict()["state"][0]["step"]) == 2
 
 
 class Poison:
@@ -139,8 +139,8 @@ def test_skip_leaves_a_nan_batch_out_of_the_weights_and_the_pools(tmp_path, data
                                      optim={"implementation": "foreach"}), plugins=[spy])
     trainer = run.trainer
     trainer.prepare()
-    real = trainer._to_device
-    trainer._to_device = lambda images: real(images) * (float("nan") if trainer.global_step + 1 == 3 else 1.0)
+    real = trainer.to_device
+    trainer.to_device = lambda images: real(images) * (float("nan") if trainer.global_step + 1 == 3 else 1.0)
     run.fit()
     (before, pools_before, random_before), (after, pools_after, random_after) = spy.after[2], spy.after[3]
     for name in before:

@@ -143,7 +143,7 @@ def ring_site(tmp_path_factory) -> Path:
 
 def guide_commands() -> list[list[str]]:
     text = GUIDE.read_text()
-    section = text[text.index("## A trainer: a two-network GAN"):text.index("## Rules worth knowing")]
+    section = text[text.index("## A trainer: a two-network GAN"):text.index("## An image-translation trainer")]
     return [line.split("#")[0].split()[1:] for line in section.splitlines() if line.startswith("nectargan ")]
 
 

@@ -143,7 +143,7 @@ def test_every_import_is_declared_and_every_declaration_used(dist):
 def test_tomli_is_the_python_3_10_fallback_it_is_declared_as():
     _, packages, project = DISTRIBUTIONS["nectargan-core"]
     assert "tomli>=2.0; python_version < '3.11'" in project["dependencies"]
-    assert "import tomli as tomllib" in (ROOT / "nectargan_core" / "config.py").read_text()
+    assert "import tomli as tomllib" in (ROOT / "nectargan_core" / "config" / "loading.py").read_text()
 
 
 def test_the_floors_file_is_generated_from_the_declarations():

@@ -28,13 +28,13 @@ NETWORKS = ("generator", "discriminator", "opt_g", "opt_d")
 
 def poison(trainer, step: int = BAD_STEP) -> None:
     """Make the input images of training step ``step`` NaN."""
-    real = trainer._to_device
+    real = trainer.to_device
 
     def to_device(images):
         images = real(images)
         return images * float("nan") if trainer.global_step + 1 == step and trainer.generator.training else images
 
-    trainer._to_device = to_device
+    trainer.to_device = to_device
 
 
 def snapshot(trainer) -> dict:

@@ -1,1 +1,7 @@
-"""NectarGAN CycleGAN: unpaired image-to-image translation with cycle consistency (Zhu et al., 2017)."""
+"""NectarGAN CycleGAN: unpaired image-to-image translation with cycle consistency (Zhu et al., 2017).
+
+No Python API (``__all__`` is empty): the plugin is used by name, through the
+registry and the command line (docs/plugins/compatibility.md).
+"""
+
+__all__: list[str] = []

@@ -19,9 +19,9 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
-from nectargan_core.config import Section, choice_of, registry_from
-from nectargan_losses.options import ScheduleChoice
-from nectargan_translate.options import RUN_LENGTH_LR, ExamplesSection, PrecisionSection, TestSection, registered_metrics
+from nectargan_core import Section, choice_of, registry_from
+from nectargan_losses import ScheduleChoice
+from nectargan_translate import RUN_LENGTH_LR, ExamplesSection, PrecisionSection, TestSection, registered_metrics
 
 DataChoice = choice_of("dataset", default="unpaired")
 GeneratorChoice = choice_of("model", default="resnet_9blocks")
@@ -93,8 +93,8 @@ class LossSection(Section):
     def _objective(self, info: ValidationInfo) -> "LossSection":
         registry = registry_from(info)
         if registry is not None:
-            from nectargan_core.registry import unknown_name_message
-            from nectargan_losses.config import gan_objectives, validated_options
+            from nectargan_core import unknown_name_message
+            from nectargan_losses import gan_objectives, validated_options
 
             objectives = gan_objectives(registry)
             if self.gan_mode not in objectives:

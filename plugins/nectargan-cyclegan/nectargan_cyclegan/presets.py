@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nectargan_translate.presets import reference_recipe
+from nectargan_translate import reference_recipe
 
 #: ``train.py``/``test.py`` of the reference with ``--model cycle_gan`` and its defaults (the values shared with
 #: ``--model pix2pix`` are ``nectargan_translate.presets.REFERENCE_COMMON``).

@@ -11,41 +11,32 @@ One step, as the reference's ``optimize_parameters`` (junyanz/pytorch-CycleGAN-a
 
 The mechanics of the two updates (accumulation, DDP ``no_sync``, the
 scalers, clipping, freezing, the non-finite skip, step-unit schedules) are
-the core's trainer kit (:mod:`nectargan_core.kit`); the image pools
-(:mod:`.pool`) and their random state are tracked, so resume is exact.
+the core's trainer kit, and the set-up every translation trainer shares
+(optimizers, schedules, scalers, loaders, examples) is
+``nectargan_translate.TranslationTrainer``'s; the image pools (:mod:`.pool`)
+and their random state are tracked, so resume is exact.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import sys
-from pathlib import Path
 from typing import Any, Iterator
 
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
-from nectargan_core import ResumableSampler, Trainer, TrainerKit, hookimpl
-from nectargan_core.errors import ConfigError
-from nectargan_core.generators import GeneratorSpec
-from nectargan_core.signals import leave_stopping_to_main
-from nectargan_losses.gan import GANObjective
-from nectargan_losses.schedules import refresh_lr
-from nectargan_translate.compilation import compile_for_training
-from nectargan_translate.evaluation import MetricAccumulator, evaluation_mode
-from nectargan_translate.examples import save_grid, train_view
-from nectargan_translate.networks import build_network
-from nectargan_translate.options import data_channels
-from nectargan_translate.precision import Precision
-from nectargan_translate.training import check_sync_batchnorm, make_adam, make_lr_schedulers, write_epoch_examples
+from nectargan_core import ConfigError, GeneratorSpec, hookimpl, leave_stopping_to_main
+from nectargan_losses import GANObjective
+from nectargan_translate import (MetricAccumulator, TranslationTrainer, build_network, data_channels, evaluation_mode,
+                                 save_grid)
 
 from .options import CycleGANOptions
 from .pool import ImagePool, PoolRandom
 
 
-class CycleGANTrainer(Trainer):
+class CycleGANTrainer(TranslationTrainer):
     """Unpaired image-to-image translation with cycle consistency (Zhu et al., 2017)."""
 
     options = CycleGANOptions
@@ -53,10 +44,10 @@ class CycleGANTrainer(Trainer):
     #: config key of its model); and the reference's ``--model`` that loads them.
     reference_networks = {"G_A": ("G_A", "models.generator"), "G_B": ("G_B", "models.generator")}
     reference_model = "cycle_gan"
-    #: Every process validates its share of the val split; the sums are reduced.
-    distributed_validation = True
-    #: The two updates' mechanics (and with them ``loop.nonfinite: skip``).
-    kit = TrainerKit()
+    #: The columns of the example grid: each row is an image, its translation and its translation back.
+    example_columns = ("real", "translated", "reconstructed")
+    #: Two unpaired domains (trainA/ and trainB/), not aligned pairs.
+    paired = False
     #: For test, predict and export: G_A translates A to B, G_B B to A.
     generators = {"AtoB": "G_A", "BtoA": "G_B"}
 
@@ -78,10 +69,7 @@ class CycleGANTrainer(Trainer):
             raise ConfigError(f"loss.lambda_identity: the identity losses feed domain B images ({b} channels) to "
                               f"G_A, which reads {a}; set loss.lambda_identity=0, or give both domains the same "
                               "channels (data.in_channels, data.out_channels)")
-        self.train_set = self.build("dataset", data, split="train", seed=cfg.run.seed)
-        self.val_set = self._optional_split("val")
-        self.memory_format = torch.channels_last if cfg.precision.channels_last else torch.contiguous_format
-        check_sync_batchnorm(self)
+        self.setup_data()
 
         def network(choice: Any, **channels: int) -> torch.nn.Module:
             built = build_network(self.registry, choice, **channels)
@@ -98,26 +86,15 @@ class CycleGANTrainer(Trainer):
 
         # What train_step calls: the tracked modules, or compiled wrappers sharing their parameters, inside
         # DistributedDataParallel in a distributed run. G's update judges with the bare D_A and D_B.
-        precision = cfg.precision
-
-        def compiled(module: torch.nn.Module) -> Any:
-            return compile_for_training(module, precision.compile, precision.compile_backend)
-
-        self._g_a, self._g_b = self.parallel(compiled(self.G_A)), self.parallel(compiled(self.G_B))
-        self._d_a_judge, self._d_b_judge = compiled(self.D_A), compiled(self.D_B)
+        self._g_a, self._g_b = self.parallel(self.compiled(self.G_A)), self.parallel(self.compiled(self.G_B))
+        self._d_a_judge, self._d_b_judge = self.compiled(self.D_A), self.compiled(self.D_B)
         self._d_a, self._d_b = self.parallel(self._d_a_judge), self.parallel(self._d_b_judge)
 
-        optim = cfg.optim
+        # G's update trains G_A and G_B together (D_A, D_B frozen); D's trains D_A and D_B together.
         generators = itertools.chain(self.G_A.parameters(), self.G_B.parameters())
         discriminators = itertools.chain(self.D_A.parameters(), self.D_B.parameters())
-        self.opt_G = self.track("opt_G", make_adam(generators, optim.lr_g, optim, self.device))
-        self.opt_D = self.track("opt_D", make_adam(discriminators, optim.lr_d, optim, self.device))
-        self.sched_G, self.sched_D, self.lr_units = make_lr_schedulers(self, self.opt_G, self.opt_D,
-                                                                       ("sched_G", "sched_D"))
-
-        self.precision = Precision.for_trainer(self)
-        self.scaler_G = self.track("scaler_G", self.precision.scaler())
-        self.scaler_D = self.track("scaler_D", self.precision.scaler())
+        self.setup_updates([self._g_a, self._g_b], generators, [self._d_a, self._d_b], discriminators,
+                           names=("G", "D"))
         objective = self.registry.get("loss", loss.gan_mode).load()(**loss.gan_options)
         if not isinstance(objective, GANObjective):
             raise ConfigError(f"loss.gan_mode: '{loss.gan_mode}' did not build a GANObjective "
@@ -131,40 +108,7 @@ class CycleGANTrainer(Trainer):
         self._pools_planned, self._pools_before = False, None
         self._examples: dict[str, torch.Tensor] | None = None
 
-        # G's update trains G_A and G_B together (D_A, D_B frozen); D's trains D_A and D_B together.
-        self.kit.accumulate = optim.gradient_accumulation
-        self.update_g = self.kit.update([self._g_a, self._g_b], self.opt_G, scaler=self.scaler_G, clip=optim.grad_clip,
-                                        scheduler=self.sched_G, scheduler_unit=self.lr_units[0])
-        self.update_d = self.kit.update([self._d_a, self._d_b], self.opt_D, scaler=self.scaler_D, clip=optim.grad_clip,
-                                        scheduler=self.sched_D, scheduler_unit=self.lr_units[1])
-
-    def _optional_split(self, split: str) -> Any:
-        """The val/test dataset, or None (with one warning) when the dataset has neither of its domain folders."""
-        data = self.config.data
-        if data.name == "unpaired":
-            folder = (data.options.get(split) or {}).get("folder", split)
-            root = Path(data.options["root"])
-            if not any((root / f"{folder}{domain}").is_dir() for domain in "AB"):
-                print(f"warning: {root}: no {folder}A/ or {folder}B/ folder; "
-                      + ("validation is skipped" if split == "val" else "using train images"), file=sys.stderr)
-                return None
-        return self.build("dataset", data, split=split, seed=self.config.run.seed)
-
-    def train_dataloader(self) -> DataLoader:
-        from nectargan_translate.data.loader import build_dataloader
-
-        from nectargan_translate.data.unpaired import UnpairedDataset
-
-        if isinstance(self.train_set, UnpairedDataset):
-            return build_dataloader(self.train_set, device=self.device)  # type: ignore[arg-type]
-        batch_size = int(getattr(self.train_set, "batch_size", 1))
-        sampler = ResumableSampler(len(self.train_set), seed=self.config.run.seed)
-        return DataLoader(self.train_set, batch_size=batch_size, sampler=sampler)
-
     # -- the step ------------------------------------------------------------
-    def _to_device(self, images: torch.Tensor) -> torch.Tensor:
-        return images.to(self.device, non_blocking=True).contiguous(memory_format=self.memory_format)
-
     def discriminator_loss(self, train: Any, judge: torch.nn.Module, real: torch.Tensor,
                            fake: torch.Tensor) -> torch.Tensor:
         """``0.5 * (GAN(D(real), real) + GAN(D(fake), fake))`` (plus the objective's gradient penalty, if any)."""
@@ -209,7 +153,7 @@ class CycleGANTrainer(Trainer):
     @hookimpl
     def train_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, Any]:
         cfg, autocast, gan = self.config.loss, self.precision.autocast, self.objective
-        real_a, real_b = self._to_device(batch["A"]), self._to_device(batch["B"])
+        real_a, real_b = self.to_device(batch["A"]), self.to_device(batch["B"])
         if not self._pools_planned:  # called on its own (a test, a benchmark), not by the engine
             self._plan_pools(batch)
         self._pools_planned = False
@@ -253,37 +197,15 @@ class CycleGANTrainer(Trainer):
         return {key: value.detach() for key, value in losses.items()}
 
     # -- epochs, validation, examples ---------------------------------------
-    @hookimpl
-    def on_load_checkpoint(self) -> None:
-        """After a resume, the LR the (possibly re-fitted) schedule gives now, not the one saved with the old."""
-        refresh_lr(self.sched_G)
-        refresh_lr(self.sched_D)
-
-    @hookimpl
-    def on_epoch_end(self, epoch: int) -> None:
-        self.kit.step_epoch_schedulers()
-        write_epoch_examples(self, epoch)
-
     @contextlib.contextmanager
     def _evaluating(self, eval_mode: bool) -> Iterator[None]:
         """Both generators in eval mode (or train mode with their statistics restored), without gradients."""
         with evaluation_mode(self.G_A, eval_mode), evaluation_mode(self.G_B, eval_mode):
             yield
 
-    def example_batch(self) -> dict[str, torch.Tensor] | None:
-        """The same first N A and B images of the examples split, every time (so progress is visible)."""
-        if self._examples is None:
-            cfg = self.config.examples
-            dataset = self.val_set if cfg.split == "val" else None
-            if cfg.split == "test":
-                dataset = self._optional_split("test")
-            if dataset is None or not len(dataset):
-                dataset = train_view(self, "unpaired")
-            items = [dataset[i] for i in range(min(cfg.count, len(dataset)))]
-            if not items:
-                return None
-            self._examples = {key: torch.stack([item[key] for item in items]) for key in ("A", "B")}
-        return self._examples
+    def example_indices(self, total: int, count: int) -> list[int]:
+        """The first ``count`` images of the examples split, as the reference shows its first batches."""
+        return list(range(min(count, total)))
 
     def translate(self, real_a: torch.Tensor, real_b: torch.Tensor) -> dict[str, torch.Tensor]:
         """fake_B, rec_A, fake_A and rec_B of a batch (call under :meth:`_evaluating`)."""
@@ -299,7 +221,7 @@ class CycleGANTrainer(Trainer):
             return None
         real_a, real_b = batch["A"], batch["B"]
         with self._evaluating(self.config.validation.eval_mode):
-            out = self.translate(self._to_device(real_a), self._to_device(real_b))
+            out = self.translate(self.to_device(real_a), self.to_device(real_b))
         return save_grid(path, torch.cat([real_a, real_b]), torch.cat([out["fake_B"].cpu(), out["fake_A"].cpu()]),
                          torch.cat([out["rec_A"].cpu(), out["rec_B"].cpu()]))
 
@@ -324,7 +246,7 @@ class CycleGANTrainer(Trainer):
             for domain, (forth, back) in there_and_back.items():
                 accumulator = MetricAccumulator(cfg.metrics, self.registry)
                 for batch in self._domain_loader(domain, cfg.max_batches):
-                    real = self._to_device(batch["image"])
+                    real = self.to_device(batch["image"])
                     with self.precision.autocast():
                         reconstructed = back(forth(real))
                     accumulator.update(reconstructed, real)

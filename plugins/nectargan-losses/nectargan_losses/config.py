@@ -23,9 +23,8 @@ from typing import Any, Mapping, Optional
 
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, model_validator
 
-from nectargan_core.config import Section, describe_errors, registry_from
-from nectargan_core.errors import ConfigError, PluginError
-from nectargan_core.registry import QUALIFIER, Component, Registry
+from nectargan_core import (QUALIFIER, Component, ConfigError, PluginError, Registry, Section, describe_errors,
+                            registry_from)
 
 from .options import ScheduleChoice
 from .specs import GAN, LossSpec, TermSpec
@@ -81,7 +80,7 @@ class LossSection(Section):
     def resolve(self, registry: Registry | None = None) -> "ResolvedLoss":
         """The final terms with every option validated and filled; ConfigError if anything is wrong."""
         if registry is None:
-            from nectargan_core.plugins import get_plugins
+            from nectargan_core import get_plugins
 
             registry = get_plugins().registry
         try:

@@ -121,6 +121,7 @@ class VanillaGAN(_LabelledObjective):
     """Binary cross-entropy on logits (the pix2pix default)."""
 
     def criterion(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Mean binary cross-entropy of raw logits against a target map of constant labels."""
         return F.binary_cross_entropy_with_logits(logits, target)
 
 
@@ -128,6 +129,7 @@ class LSGAN(_LabelledObjective):
     """Least squares (Mao et al. 2017): mean squared error to the labels."""
 
     def criterion(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Mean squared error of raw logits against a target map of constant labels."""
         return F.mse_loss(logits, target)
 
 

@@ -22,9 +22,7 @@ from typing import Any, Callable, Mapping
 import torch
 from pydantic import ValidationError
 
-from nectargan_core.config import describe_errors
-from nectargan_core.errors import ConfigError, PluginError
-from nectargan_core.registry import Registry
+from nectargan_core import ConfigError, PluginError, Registry, describe_errors
 
 from .config import LossSection, ResolvedLoss
 from .gan import GANObjective, gradient_penalty
@@ -226,7 +224,7 @@ class LossManager:
         history_points: int = 500,
     ) -> None:
         if registry is None:
-            from nectargan_core.plugins import get_plugins
+            from nectargan_core import get_plugins
 
             registry = get_plugins().registry
         if not isinstance(config, LossSection):

@@ -10,10 +10,13 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from nectargan_core.config import ComponentChoice, Section, choice_of
-from nectargan_core.limits import MAX_IMAGE_SIDE, at_most
+from nectargan_core import MAX_IMAGE_SIDE, ComponentChoice, Section, at_most, choice_of
 
 ScheduleChoice = choice_of("schedule")
+"""A registered schedule picked by name, with its options (``{name: cosine, ...}``).
+
+The type of every ``schedule`` field: loss weight schedules, LR schedules, a warm-up's ``then``.
+"""
 
 #: ReLU outputs of VGG19's feature extractor, in network order (block_index).
 VGG19_LAYERS: tuple[str, ...] = tuple(

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nectargan_core.errors import ConfigError
+from nectargan_core import ConfigError
 
 from .options import VGG19_LAYERS, VGG_DEFAULT_LAYERS, VGG_WEIGHTS_HELP
 

@@ -20,7 +20,7 @@ from .options import check_exponential
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-    from nectargan_core.registry import Registry
+    from nectargan_core import Registry
 
 
 class Schedule:
@@ -192,7 +192,7 @@ def build_schedule(spec: "Mapping[str, Any] | float", registry: "Registry | None
     if isinstance(spec, (int, float)):
         return Constant(spec)
     if registry is None:
-        from nectargan_core.plugins import get_plugins
+        from nectargan_core import get_plugins
 
         registry = get_plugins().registry
     options = {k: v for k, v in spec.items() if k != "name"}
@@ -201,20 +201,20 @@ def build_schedule(spec: "Mapping[str, Any] | float", registry: "Registry | None
     component = registry.get("schedule", spec["name"], key="schedule")
     schedule = component.load()(**options)
     if not isinstance(schedule, Schedule):
-        from nectargan_core.errors import PluginError
+        from nectargan_core import PluginError
 
         raise PluginError(f"schedule '{component.name}' ({component.provided_by}) built a {type(schedule).__name__}, "
                           "not a nectargan_losses.schedules.Schedule; its author must subclass Schedule (see "
                           "docs/plugins/contracts.md)")
     if schedule.unit not in ("epoch", "step"):
-        from nectargan_core.errors import PluginError
+        from nectargan_core import PluginError
 
         raise PluginError(f"schedule '{component.name}' ({component.provided_by}) has unit {schedule.unit!r}; "
                           "a schedule's unit is 'epoch' or 'step'")
     try:
         return schedule.for_run(epochs)
     except ValueError as exc:
-        from nectargan_core.errors import ConfigError
+        from nectargan_core import ConfigError
 
         raise ConfigError(f"schedule '{spec['name']}': {exc}") from None
 

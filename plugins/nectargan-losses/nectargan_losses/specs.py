@@ -12,7 +12,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import ConfigDict, Field, model_validator
 
-from nectargan_core.config import Section
+from nectargan_core import Section
 
 from .options import ScheduleChoice
 

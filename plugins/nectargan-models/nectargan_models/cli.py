@@ -14,10 +14,7 @@ from typing import Any, Collection, Literal, Union, get_args, get_origin
 import click
 from pydantic import BaseModel
 
-from nectargan_core.limits import IMAGE_SIDE_OPTION
-from nectargan_core.plugins import get_plugins
-from nectargan_core.registry import Component
-from nectargan_core.text import printable, printable_lines
+from nectargan_core import IMAGE_SIDE_OPTION, Component, get_plugins, printable, printable_lines
 
 from .overrides import resolve_options
 
@@ -146,7 +143,7 @@ def import_model(file: Path, arch: str, overrides: tuple[str, ...], output: Path
     """
     if (output is None) == (into is None):
         raise click.UsageError("give either -o OUTPUT (a new checkpoint) or --into CHECKPOINT (an earlier import)")
-    from nectargan_core.checkpoint import load_checkpoint
+    from nectargan_core import load_checkpoint
 
     from .importing import import_reference, write_checkpoint
 

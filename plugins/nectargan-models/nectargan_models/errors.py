@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nectargan_core.errors import NectarGANError
+from nectargan_core import NectarGANError
 
 
 class InputSizeError(NectarGANError, ValueError):

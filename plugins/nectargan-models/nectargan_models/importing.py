@@ -19,11 +19,8 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from nectargan_core.checkpoint import FORMAT, save_checkpoint, sha256_of
-from nectargan_core.config import validate_config
-from nectargan_core.errors import CheckpointError, ConfigError
-from nectargan_core.plugins import get_plugins
-from nectargan_core.registry import Registry
+from nectargan_core import (CHECKPOINT_FORMAT, CheckpointError, ConfigError, Registry, get_plugins, save_checkpoint,
+                            sha256_of, validate_config)
 
 from .overrides import resolve_options
 from .reference import MODEL_FAMILY, REFERENCE_ARCHS, describe_options, from_reference, reference_layout
@@ -85,7 +82,7 @@ def read_state_dict(path: str | Path) -> Mapping[str, Any]:
         raise CheckpointError(f"{path}: not a readable PyTorch file ({_first_line(exc)})") from None
     except Exception as exc:  # noqa: BLE001 - torch raises many types on a damaged or foreign file
         raise CheckpointError(f"{path}: truncated or not a PyTorch file ({_first_line(exc)})") from None
-    if isinstance(data, Mapping) and data.get("format") == FORMAT:
+    if isinstance(data, Mapping) and data.get("format") == CHECKPOINT_FORMAT:
         raise CheckpointError(f"{path}: already a NectarGAN checkpoint; use it as it is, without importing")
     if not isinstance(data, Mapping):
         raise CheckpointError(f"{path}: holds a {type(data).__name__}, not a state dict (a mapping of tensor names "

@@ -8,8 +8,7 @@ import torch
 from pydantic import BaseModel, ValidationError
 from torch import nn
 
-from nectargan_core.config import describe_errors
-from nectargan_core.errors import ConfigError
+from nectargan_core import ConfigError, describe_errors
 
 #: ``init_gain`` when it is left unset: the reference's std for ``normal``, neutral otherwise.
 DEFAULT_GAIN = {"normal": 0.02, "xavier": 1.0, "kaiming": 1.0, "orthogonal": 1.0}

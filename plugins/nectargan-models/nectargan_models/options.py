@@ -12,8 +12,7 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from nectargan_core.config import Section
-from nectargan_core.limits import MAX_IMAGE_SIDE, at_most
+from nectargan_core import MAX_IMAGE_SIDE, Section, at_most
 
 #: Widest layer (and most image channels): one 4096-to-4096 4x4 convolution alone holds
 #: 268M parameters (1 GiB in fp32); wider layers exhaust memory before training starts.

@@ -10,9 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from nectargan_core.config import describe_errors, parse_override_value
-from nectargan_core.errors import ConfigError
-from nectargan_core.registry import Component
+from nectargan_core import Component, ConfigError, describe_errors, parse_override_value
 
 
 def resolve_options(component: Component, overrides: tuple[str, ...] | list[str]) -> dict[str, Any]:

@@ -53,7 +53,7 @@ from typing import Any, Callable, Mapping
 import torch
 from torch import nn
 
-from nectargan_core.errors import ConfigError
+from nectargan_core import ConfigError
 
 #: Our model name -> the reference network family it corresponds to.
 MODEL_FAMILY = {

@@ -13,8 +13,7 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from nectargan_core.errors import PluginError
-from nectargan_core.registry import Component
+from nectargan_core import Component, PluginError
 
 
 def build_meta(component: Component, options: Mapping[str, Any]) -> nn.Module:

@@ -11,11 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from nectargan_core.registry import Registry
-from nectargan_losses.config import LossSection
-from nectargan_translate.options import (DISCRIMINATOR_CHANNELS, GENERATOR_CHANNELS, DataChoice, ExamplesSection,
-                                         ModelsSection, OptimSection, PrecisionSection, TestSection,
-                                         ValidationSection, data_channels)
+from nectargan_core import Registry
+from nectargan_losses import LossSection
+from nectargan_translate import (DISCRIMINATOR_CHANNELS, GENERATOR_CHANNELS, DataChoice, ExamplesSection, ModelsSection,
+                                 OptimSection, PrecisionSection, TestSection, ValidationSection, data_channels)
 
 
 class Pix2pixOptions(BaseModel):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nectargan_translate.presets import reference_recipe
+from nectargan_translate import reference_recipe
 
 #: ``train.py``/``test.py`` of the reference with ``--model pix2pix`` and its defaults.
 PIX2PIX_REFERENCE: dict[str, Any] = reference_recipe(

@@ -14,12 +14,8 @@ from typing import Any, Mapping, Optional
 
 import torch
 
-from nectargan_losses.schedules import Constant, build_schedule
-from nectargan_translate.data.cache import cache_summary
-from nectargan_translate.data.listing import find_pairs, split_dir
-from nectargan_translate.data.paired import PairedDataset
-from nectargan_translate.options import data_channels
-from nectargan_translate.preflight import training_size
+from nectargan_losses import Constant, build_schedule
+from nectargan_translate import PairedDataset, cache_summary, data_channels, find_pairs, split_dir, training_size
 
 #: Options shown in the ``data`` row's preprocessing part, not repeated elsewhere.
 CHANNEL_OPTIONS = {"in_channels", "out_channels", "input_channels", "target_channels"}

@@ -7,8 +7,7 @@ from typing import Annotated, Optional
 
 from pydantic import Field, field_validator
 
-from nectargan_core.config import Section
-from nectargan_core.limits import MAX_SECONDS, SECONDS_WHY, at_most
+from nectargan_core import MAX_SECONDS, SECONDS_WHY, Section, at_most
 
 #: Placeholders a ``log_dir`` may use, filled from the run when training starts.
 LOG_DIR_FIELDS = ("name", "version")

@@ -25,9 +25,7 @@ from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData, Sessi
 from tensorboard.plugins.text.summary_v2 import text_pb
 from torch.utils.tensorboard import SummaryWriter
 
-from nectargan_core import hookimpl
-from nectargan_core.config import dump_yaml
-from nectargan_core.losskeys import repeated_terms
+from nectargan_core import dump_yaml, hookimpl, repeated_terms
 
 IMAGE_TAG = "examples"
 CONFIG_TAG = "config"

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from nectargan_core.errors import ConfigError
+from nectargan_core import ConfigError
 
 
 def compile_for_training(module: torch.nn.Module, mode: str, backend: str = "inductor") -> Any:

@@ -22,8 +22,7 @@ from typing import Any
 
 from pydantic import ValidationInfo, model_validator
 
-from nectargan_core.config import choice_of, registry_from
-from nectargan_core.errors import ConfigError, PluginError
+from nectargan_core import ConfigError, PluginError, choice_of, registry_from
 
 _DataChoiceBase = choice_of("dataset", default="paired")
 

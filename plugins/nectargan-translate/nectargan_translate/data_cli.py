@@ -13,8 +13,7 @@ from typing import Optional
 
 import click
 
-from nectargan_core.limits import FRACTION_OPTION, IMAGE_SIDE_OPTION, SEED_OPTION, BoundedFloat, BoundedInt
-from nectargan_core.text import printable
+from nectargan_core import FRACTION_OPTION, IMAGE_SIDE_OPTION, SEED_OPTION, BoundedFloat, BoundedInt, printable
 
 from .data.errors import DatasetError
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import torch
 
-from nectargan_core.errors import PluginError
+from nectargan_core import PluginError
 
 # torchmetrics is imported where a metric is computed: importing it costs ~2 s here (scipy), and
 # `nectargan predict` / export import this module only for to_unit and evaluation_mode.

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torchvision.utils import make_grid, save_image
 
-from nectargan_core.atomic import atomic_write
+from nectargan_core import atomic_write
 
 
 def as_rgb(images: torch.Tensor) -> torch.Tensor:

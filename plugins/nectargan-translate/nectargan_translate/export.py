@@ -33,9 +33,7 @@ from typing import Any, Iterator, Literal, Optional
 
 import torch
 
-from nectargan_core.atomic import commit_files, describe_os_error, staging
-from nectargan_core.checkpoint import sha256_of
-from nectargan_core.errors import NectarGANError
+from nectargan_core import NectarGANError, commit_files, describe_os_error, sha256_of, staging
 
 from .inference import LoadedGenerator, load_generator, run_dir_of
 
@@ -64,9 +62,12 @@ class Parity:
 
     @property
     def passed(self) -> Optional[bool]:
+        """Whether the difference is within the tolerance; None when parity was not checked."""
         return None if self.max_abs_diff is None else self.max_abs_diff <= self.tolerance
 
     def describe(self) -> str:
+        """One line on the check for the command's output: how it was checked and the largest difference,
+        or why it was not checked."""
         if self.max_abs_diff is None:
             return f"parity not checked: {self.reason}"
         batches = " and ".join(map(str, PARITY_BATCHES))
@@ -74,12 +75,15 @@ class Parity:
                 f"{self.max_abs_diff:.3g} (tolerance {self.tolerance:g})")
 
     def as_dict(self) -> dict[str, Any]:
+        """The check as JSON-ready values, for the ``parity`` entry of the export's sidecar."""
         return {"checked_with": self.checked_with, "max_abs_diff": self.max_abs_diff, "tolerance": self.tolerance,
                 "batch_sizes": list(PARITY_BATCHES), "passed": self.passed, "reason": self.reason}
 
 
 @dataclass
 class ExportReport:
+    """What :func:`export_generator` wrote: the export and its JSON sidecar, its format, input size and parity."""
+
     path: Path
     sidecar: Path
     format: Format

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from nectargan_core.errors import NectarGANError
+from nectargan_core import NectarGANError
 
 from .data.check import image_size
 from .data.pixels import UnreadableImage

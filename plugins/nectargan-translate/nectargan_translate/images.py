@@ -28,8 +28,7 @@ import torch.nn.functional as nnf
 from PIL import Image
 from torchvision.transforms.v2 import functional as F
 
-from nectargan_core.atomic import atomic_write
-from nectargan_core.errors import NectarGANError
+from nectargan_core import NectarGANError, atomic_write
 
 from .data.augment import INTERPOLATION
 

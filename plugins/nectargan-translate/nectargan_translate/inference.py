@@ -14,13 +14,8 @@ from typing import Any, Mapping, Optional, Sequence
 
 import torch
 
-from nectargan_core.checkpoint import load_checkpoint, restoring, state_problem
-from nectargan_core.config import CoreConfig, validate_config
-from nectargan_core.errors import CheckpointError
-from nectargan_core.generators import GeneratorSpec
-from nectargan_core.plugins import get_plugins
-from nectargan_core.registry import Registry
-from nectargan_core.rundir import CHECKPOINT_PATTERN, RunDir
+from nectargan_core import (CHECKPOINT_PATTERN, CheckpointError, CoreConfig, GeneratorSpec, Registry, RunDir,
+                            get_plugins, load_checkpoint, restoring, state_problem, validate_config)
 
 from .networks import build_network
 from .options import data_channels
@@ -29,6 +24,9 @@ from .evaluation import evaluation_mode
 
 @dataclass
 class LoadedGenerator:
+    """A trained generator read from a checkpoint (:func:`load_generator`), with the run's config and where
+    its weights come from; what ``test``, ``predict`` and ``export`` run."""
+
     model: torch.nn.Module
     config: CoreConfig
     checkpoint: Path
@@ -166,7 +164,7 @@ def load_generators(target: str | Path, which: str = "latest", directions: Seque
     """
     registry = registry or get_plugins().registry
     if arch is not None:
-        from nectargan_models.importing import import_reference
+        from nectargan_models import import_reference
 
         path = Path(target)
         if path.is_dir():

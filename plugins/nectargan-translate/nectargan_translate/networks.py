@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from nectargan_core.registry import Registry
+from nectargan_core import Registry
 
 from .contracts import check_channels
 from .options import data_channels
@@ -29,11 +29,13 @@ def build_network(registry: Registry, choice: Any, **channels: int) -> torch.nn.
 
 
 def build_generator(registry: Registry, config: Any) -> torch.nn.Module:
+    """The generator of ``config.models.generator``, with the data section's input and output channels."""
     in_channels, out_channels = data_channels(config)
     return build_network(registry, config.models.generator, in_channels=in_channels, out_channels=out_channels)
 
 
 def build_discriminator(registry: Registry, config: Any) -> torch.nn.Module:
+    """The discriminator of ``config.models.discriminator``, with the data section's input and target channels."""
     in_channels, out_channels = data_channels(config)
     return build_network(registry, config.models.discriminator, input_channels=in_channels,
                          target_channels=out_channels)

@@ -18,14 +18,12 @@ all, so a pix2pix run config reads::
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Any, ClassVar, Literal, Optional
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from nectargan_core.config import Section, choice_of, registry_from
-from nectargan_core.errors import PluginError
-from nectargan_core.metric_direction import direction
-from nectargan_losses.options import ScheduleChoice
+from nectargan_core import PluginError, Section, choice_of, metric_direction, registry_from
+from nectargan_losses import ScheduleChoice
 
 from .contracts import DatasetChoice
 
@@ -33,17 +31,25 @@ from .contracts import DatasetChoice
 METRIC_NAMES = ("l1", "psnr", "ssim")
 
 DataChoice = DatasetChoice
+"""The ``data`` section of a paired trainer's config: a registered dataset (default ``paired``) and its options.
+
+Its options must declare ``batch_size`` (:class:`~nectargan_translate.contracts.DatasetChoice`).
+"""
 GeneratorChoice = choice_of("model", default="unet_256")
 DiscriminatorChoice = choice_of("model", default="patchgan_70")
 
-#: The reference LR policy fitted to the run: constant for the first half of ``loop.epochs``, then linear
-#: decay to 0 over the second half (200 epochs: the reference's 100 + 100).
 RUN_LENGTH_LR = {"name": "pix2pix_linear", "n_epochs": None, "n_epochs_decay": None}
+"""The default ``optim.lr_schedule``: the reference LR policy fitted to the run.
+
+Constant for the first half of ``loop.epochs``, then linear decay to 0 over the second half
+(200 epochs: the reference's 100 + 100).
+"""
 
 
-#: Network option -> the ``data`` key it is taken from (only for networks whose options declare it).
 GENERATOR_CHANNELS = {"in_channels": "in_channels", "out_channels": "out_channels"}
+"""Generator option -> the ``data`` key it is taken from (only for generators whose options declare it)."""
 DISCRIMINATOR_CHANNELS = {"input_channels": "in_channels", "target_channels": "out_channels"}
+"""Discriminator option -> the ``data`` key it is taken from (only for discriminators whose options declare it)."""
 
 
 def data_channels(config: Any) -> tuple[int, int]:
@@ -144,7 +150,7 @@ class ValidationSection(Section):
                 raise ValueError(f"early_stop_metric '{self.early_stop_metric}' is not among metrics "
                                  f"({', '.join(self.metrics)})")
             try:
-                direction(self.early_stop_metric, self.early_stop_mode, registry_from(info))
+                metric_direction(self.early_stop_metric, self.early_stop_mode, registry_from(info))
             except ValueError as exc:
                 raise ValueError(f"{exc}; set early_stop_mode: min or max") from None
         return self
@@ -163,7 +169,7 @@ class ExamplesSection(Section):
 class TestSection(Section):
     """How ``nectargan test`` runs the generator by default (its --mode overrides it)."""
 
-    __test__ = False  # not a pytest test class, whatever its name
+    __test__: ClassVar[bool] = False  # not a pytest test class, whatever its name
 
     mode: Literal["eval", "train"] = Field(
         "eval", description="eval: dropout off, BN running statistics; train: the reference's test.py, which never "

@@ -21,7 +21,7 @@ from typing import Any, ContextManager
 
 import torch
 
-from nectargan_core.errors import ConfigError
+from nectargan_core import ConfigError
 
 
 def resolve_amp(mode: str, device: torch.device, *, graphs: bool = False) -> torch.dtype | None:
@@ -65,13 +65,13 @@ class Precision:
     @classmethod
     def for_trainer(cls, trainer: Any) -> "Precision":
         """The precision of ``trainer``'s run: ``precision.amp``, with ``auto`` decided by whether the engine
-        will replay the step as a CUDA graph (:func:`nectargan_core.stepgraph.planned`)."""
-        from nectargan_core.stepgraph import planned
+        will replay the step as a CUDA graph (:func:`nectargan_core.step_graphs_planned`)."""
+        from nectargan_core import step_graphs_planned
 
         config = trainer.config
         optim = getattr(config, "optim", None)
         accumulate = getattr(optim, "gradient_accumulation", 1)
-        graphs = planned(config, trainer.device.type, trainer.dist.world_size, accumulate)
+        graphs = step_graphs_planned(config, trainer.device.type, trainer.dist.world_size, accumulate)
         # What the engine will refuse to capture once the trainer is set up (see nectargan_core.stepgraph):
         # a non-fused Adam under loop.nonfinite: skip, and what the trainer itself declares.
         fused = getattr(optim, "implementation", "auto") in ("auto", "fused")
@@ -81,9 +81,14 @@ class Precision:
 
     @property
     def name(self) -> str:
+        """The precision in effect, for logs and summaries: ``fp32``, ``bf16`` or ``fp16``."""
         return {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[self.dtype]
 
     def autocast(self) -> ContextManager[Any]:
+        """A context to run forward passes in: autocast to ``dtype``, or a no-op at full precision.
+
+        Autocast's weight cache is off while a CUDA graph is being captured.
+        """
         if self.dtype is None:
             return contextlib.nullcontext()
         # Autocast's cache of cast weights must not outlive a CUDA graph capture (torch's graph docs).

@@ -21,7 +21,7 @@ from typing import Iterator, Optional, Sequence
 
 import torch
 
-from nectargan_core.atomic import atomic_write_text, new_folder
+from nectargan_core import atomic_write_text, new_folder
 
 from .data.augment import normalise
 from .data.decode import read_image, to_channels
@@ -33,12 +33,15 @@ from .inference import LoadedGenerator, load_generator
 
 @dataclass
 class PredictReport:
+    """What :func:`predict` did: the generator used, the output folder, how images were fitted, the files written."""
+
     generator: LoadedGenerator
     out_dir: Path
     fit: Fit
     written: list[Path]
 
     def summary(self) -> str:
+        """One line for the command's output: how many images were written where, by which weights and fit."""
         count = len(self.written)
         direction = f"{self.generator.direction}, " if len(self.generator.directions) > 1 else ""
         return (f"wrote {count} image{'s' if count != 1 else ''} to {self.out_dir} ({direction}{self.generator.label}; "

@@ -13,8 +13,7 @@ from typing import Any, Optional
 
 import torch
 
-from nectargan_core.errors import ConfigError, NectarGANError
-from nectargan_core.registry import Registry
+from nectargan_core import ConfigError, NectarGANError, Registry
 
 from .data.check import inspect_split
 from .data.listing import split_dir
@@ -61,7 +60,7 @@ def check_data(config: Any) -> None:
 
 def check_precision(config: Any) -> None:
     """fp16 autocast on a CPU run is refused before the run directory exists (as the trainer would, later)."""
-    from nectargan_core.device import resolve_device
+    from nectargan_core import resolve_device
 
     if config.precision.amp == "fp16" and resolve_device(config.run.device).type == "cpu":
         raise ConfigError("precision.amp: fp16 autocast is not supported for training on CPU; use bf16 or off")
@@ -74,7 +73,7 @@ def check_cache_fits(config: Any, options: Any) -> None:
     """
     import os
 
-    from nectargan_core.device import resolve_device
+    from nectargan_core import resolve_device
 
     from .data.cache import (available_host_memory, choose_cache, estimate_bytes, free_device_memory,
                              unsupported_augmentation)

@@ -37,12 +37,8 @@ from typing import Any, Mapping, Optional
 
 import torch
 
-from nectargan_core.atomic import commit_files, describe_os_error, staging
-from nectargan_core.checkpoint import load_checkpoint, sha256_of
-from nectargan_core.config import CoreConfig, validate_config
-from nectargan_core.errors import CheckpointError, NectarGANError
-from nectargan_core.plugins import get_plugins
-from nectargan_core.registry import Registry
+from nectargan_core import (CheckpointError, CoreConfig, NectarGANError, Registry, commit_files, describe_os_error,
+                            get_plugins, load_checkpoint, sha256_of, staging, validate_config)
 
 from .inference import resolve_checkpoint, run_dir_of
 
@@ -93,7 +89,7 @@ def export_reference(target: str | Path, which: str = "latest", *, output: Optio
     ``output`` is a folder (the reference's ``checkpoints/<name>``); by default
     ``RUN_DIR/export/reference``.
     """
-    from nectargan_models.reference import from_reference, reference_build, to_reference
+    from nectargan_models import from_reference, reference_build, to_reference
 
     registry = registry or get_plugins().registry
     path = resolve_checkpoint(target, which)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 from urllib.parse import quote
 
-from nectargan_core.atomic import atomic_write_text
+from nectargan_core import atomic_write_text
 
 from .inference import run_dir_of
 
@@ -114,11 +114,10 @@ def better(metric: str) -> str:
     """Which way ``metric`` improves, in words, as its plugin registered it ("" when nobody says)."""
     if metric in BETTER:
         return BETTER[metric]
-    from nectargan_core.metric_direction import direction
-    from nectargan_core.plugins import get_plugins
+    from nectargan_core import get_plugins, metric_direction
 
     try:
-        return "lower is better" if direction(metric, "auto", get_plugins().registry) == "min" else "higher is better"
+        return "lower is better" if metric_direction(metric, "auto", get_plugins().registry) == "min" else "higher is better"
     except ValueError:
         return ""
 

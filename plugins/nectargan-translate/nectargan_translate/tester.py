@@ -49,9 +49,8 @@ from typing import Any, Literal, Optional, Sequence
 import torch
 from torch.utils.data import DataLoader
 
-from nectargan_core.atomic import atomic_write_text, pid_alive, sweep_stale_temps, temp_path
-from nectargan_core.errors import NectarGANError
-from nectargan_core.signals import leave_stopping_to_main
+from nectargan_core import (NectarGANError, atomic_write_text, leave_stopping_to_main, pid_alive, sweep_stale_temps,
+                            temp_path)
 
 from .contracts import batch_size_of, check_dataset_item
 from .data.errors import DatasetError
@@ -104,6 +103,7 @@ class EvaluationReport:
 
     @property
     def cycle(self) -> bool:
+        """Whether the scores compare inputs with their cycle reconstructions (unpaired data), not targets."""
         return self.compared != PAIRED
 
     @property
@@ -113,6 +113,7 @@ class EvaluationReport:
 
     @property
     def page(self) -> Path:
+        """The results page, ``index.html`` in ``out_dir``."""
         return self.out_dir / "index.html"
 
     def summary(self) -> str:
@@ -182,7 +183,7 @@ def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional
         options["batch_size"] = batch_size
     if data.name == "paired":
         return PairedDataset(options, view, seed=generator.config.run.seed), options, view
-    from nectargan_core.plugins import get_plugins
+    from nectargan_core import get_plugins
 
     component = get_plugins().registry.get("dataset", data.name)
     factory = component.load()
@@ -218,7 +219,7 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
         # the run's own choice (the reference preset: train); a trainer without a test section: eval
         section = getattr(generator.config, "test", None)
         mode = getattr(section, "mode", "eval")
-    from nectargan_core.plugins import get_plugins
+    from nectargan_core import get_plugins
 
     registry = get_plugins().registry
     metrics = scored_with(generator, registry)

@@ -12,10 +12,8 @@ from typing import Any
 
 import torch
 
-from nectargan_core import Trainer
-from nectargan_core.errors import ConfigError
-from nectargan_core.metric_direction import improved
-from nectargan_losses.schedules import Pix2PixLinear, build_schedule, lr_scheduler
+from nectargan_core import ConfigError, Trainer, metric_improved
+from nectargan_losses import Pix2PixLinear, build_schedule, lr_scheduler
 
 
 def make_adam(params: Any, lr: float, optim: Any, device: torch.device) -> torch.optim.Adam:
@@ -98,7 +96,7 @@ class EarlyStopping:
 
     def update(self, value: float, metric: str, mode: str, min_delta: float, registry: Any = None) -> None:
         """Count one validation: ``value`` of ``metric`` improves on the best by more than ``min_delta``, or not."""
-        if improved(value, self.best, metric, mode, min_delta, registry):
+        if metric_improved(value, self.best, metric, mode, min_delta, registry):
             self.best, self.bad = value, 0
         else:
             self.bad += 1

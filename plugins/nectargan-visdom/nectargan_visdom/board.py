@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping, Optional, Protocol
 
 import numpy as np
 
-from nectargan_core.losskeys import repeated_terms
+from nectargan_core import repeated_terms
 
 from .options import VisdomOptions
 from .updates import ImageUpdate, LogUpdate, Update, ValidationUpdate

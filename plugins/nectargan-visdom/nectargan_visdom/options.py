@@ -6,8 +6,7 @@ from typing import Annotated, Optional
 
 from pydantic import Field
 
-from nectargan_core.config import Section
-from nectargan_core.limits import Seconds, at_most
+from nectargan_core import Seconds, Section, at_most
 
 #: Most updates that may wait for a slow server; each may hold an example image.
 MAX_QUEUE = 100_000

@@ -13,9 +13,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
-from nectargan_core import hookimpl
-from nectargan_core.config import dump_yaml
-from nectargan_core.metrics import read_metrics
+from nectargan_core import dump_yaml, hookimpl, read_metrics
 
 from .board import Board
 from .client import Client

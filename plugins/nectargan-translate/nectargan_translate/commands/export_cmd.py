@@ -7,8 +7,7 @@ from typing import Optional
 
 import click
 
-from nectargan_core.limits import BoundedFloat, BoundedInt
-from nectargan_core.text import printable, printable_lines
+from nectargan_core import BoundedFloat, BoundedInt, printable, printable_lines
 
 from .options import SizeType, checkpoint_option, direction_option
 

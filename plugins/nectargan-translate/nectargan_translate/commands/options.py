@@ -7,8 +7,7 @@ from typing import Any, Callable, Optional
 
 import click
 
-from nectargan_core.config import DEVICE_PATTERN
-from nectargan_core.limits import IMAGE_WHY, MAX_IMAGE_SIDE
+from nectargan_core import DEVICE_PATTERN, IMAGE_WHY, MAX_IMAGE_SIDE
 
 SIZE_PATTERN = re.compile(r"^(\d+)(?:x(\d+))?$")
 

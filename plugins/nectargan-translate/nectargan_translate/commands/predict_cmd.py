@@ -7,8 +7,7 @@ from typing import Optional
 
 import click
 
-from nectargan_core.limits import BATCH_OPTION
-from nectargan_core.text import printable_lines
+from nectargan_core import BATCH_OPTION, printable_lines
 
 from .options import (SizeType, check_reference_options, checkpoint_option, device_option, direction_option,
                       reference_options)
@@ -60,7 +59,7 @@ def predict_command(target: Path, inputs: tuple[Path, ...], out_dir: Path, which
 
     jobs = plan(inputs, out_dir, recursive)  # torch-free: path and header errors come before torch loads
 
-    from nectargan_core.device import resolve_device
+    from nectargan_core import resolve_device
 
     from ..predictor import predict_jobs
 

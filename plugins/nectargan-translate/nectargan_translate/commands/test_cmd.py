@@ -7,8 +7,7 @@ from typing import Optional
 
 import click
 
-from nectargan_core.limits import BATCH_OPTION
-from nectargan_core.text import printable, printable_lines
+from nectargan_core import BATCH_OPTION, printable, printable_lines
 
 from .options import check_reference_options, checkpoint_option, device_option, direction_option, reference_options
 
@@ -56,7 +55,7 @@ def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out
       nectargan test runs/horse2zebra/version_0 --direction BtoA --grid
     """
     check_reference_options(arch, arch_options)
-    from nectargan_core.device import resolve_device
+    from nectargan_core import resolve_device
 
     from ..tester import run_test
 

@@ -1,9 +1,8 @@
-"""The pix2pix data layer: paired datasets, augmentations, loaders and dataset tools.
+"""The data layer of translation: paired and unpaired datasets, augmentations, loaders and dataset tools.
 
-Importing this package does not import torch (the plugin module and the CLI
-import :mod:`.options` through it); the torch parts load on first access::
-
-    from nectargan_translate.data import PairedDataOptions, PairedDataset, build_dataloader
+Internal: plugins import these names from ``nectargan_translate``. Importing
+this package does not import torch (the plugin module and the CLI import
+:mod:`.options` through it); the torch parts load on first access.
 """
 
 from __future__ import annotations
@@ -19,8 +18,6 @@ _LAZY = {
     "build_dataloader": "loader",
     "EpochSampler": "sampler",
 }
-
-__all__ = ["DatasetError", "DownloadError", "PairedDataOptions", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

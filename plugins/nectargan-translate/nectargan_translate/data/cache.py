@@ -36,7 +36,7 @@ from PIL import Image
 from torch.utils.data import Dataset
 from torchvision import tv_tensors
 
-from nectargan_core.signals import stop_signalled
+from nectargan_core import stop_signalled
 
 from .augment import resize
 from .decode import read_image, to_channels

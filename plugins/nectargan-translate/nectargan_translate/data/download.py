@@ -42,8 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable, Optional
 
-from nectargan_core.filekind import kind_of
-from nectargan_core.atomic import commit_folder, describe_os_error, staging
+from nectargan_core import commit_folder, describe_os_error, file_kind, staging
 
 from .errors import DownloadError
 
@@ -145,7 +144,7 @@ def local_archive(source: str) -> Optional[Path]:
     except OSError as exc:
         raise DownloadError(f"{path}: cannot be read: {exc.strerror or exc}") from None
     if not stat.S_ISREG(mode):
-        raise DownloadError(f"{path}: is {kind_of(mode)}, not an archive file; give the path of a .tar, .tar.gz, .tar.bz2 "
+        raise DownloadError(f"{path}: is {file_kind(mode)}, not an archive file; give the path of a .tar, .tar.gz, .tar.bz2 "
                             "or .tar.xz file")
     return path
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Optional
 
-from nectargan_core.filekind import kind_of
+from nectargan_core import file_kind
 
 from .errors import DatasetError
 
@@ -65,7 +65,7 @@ def not_image_files(folder: Path) -> list[str]:
             continue
         if stat.S_ISREG(mode):
             continue
-        problems.append(f"{path}: not an image file but {kind_of(mode)}; move it out of {folder} or rename it")
+        problems.append(f"{path}: not an image file but {file_kind(mode)}; move it out of {folder} or rename it")
     return problems
 
 

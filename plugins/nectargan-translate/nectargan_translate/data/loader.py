@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence
 import torch
 from torch.utils.data import DataLoader
 
-from nectargan_core.signals import leave_stopping_to_main
+from nectargan_core import leave_stopping_to_main
 
 from .paired import PairedDataset, collate
 from .sampler import EpochSampler

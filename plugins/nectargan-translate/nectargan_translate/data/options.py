@@ -11,9 +11,8 @@ from typing import Annotated, Any, ClassVar, Literal, Mapping, Optional, Union
 
 from pydantic import AfterValidator, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from nectargan_core.config import Section, describe_errors, plain_name
-from nectargan_core.errors import ConfigError
-from nectargan_core.limits import MAX_IMAGE_SIDE, Batch, ImageSide, Workers, at_most
+from nectargan_core import (MAX_IMAGE_SIDE, Batch, ConfigError, ImageSide, Section, Workers, at_most, describe_errors,
+                            plain_name)
 
 Split = Literal["train", "val", "test"]
 Channels = Literal[1, 3, 4]

@@ -22,7 +22,7 @@ from typing import Optional
 
 from PIL import Image
 
-from nectargan_core.atomic import atomic_write, atomic_write_text, commit_folder, staging
+from nectargan_core import atomic_write, atomic_write_text, commit_folder, staging
 
 from .check import SPLIT_MARKER, image_size
 from .domains import DOMAINS, domain_dir

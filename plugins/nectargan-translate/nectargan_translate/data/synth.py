@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
-from nectargan_core.atomic import commit_folder, staging
+from nectargan_core import commit_folder, staging
 
 from .errors import DatasetError
 

@@ -6,7 +6,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, Field
 
-from nectargan_core.config import Section, choice_of
+from nectargan_core import choice_of, Section
 
 ModelChoice = choice_of("model", default="toy_linear")
 LossChoice = choice_of("loss", default="toy_mse")

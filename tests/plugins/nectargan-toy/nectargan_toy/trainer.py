@@ -11,7 +11,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from nectargan_core import ResumableSampler, Trainer, hookimpl
-from nectargan_core.capabilities import NONFINITE_SKIP
+from nectargan_core import NONFINITE_SKIP
 
 
 def build_linear(features: int = 3) -> torch.nn.Module:

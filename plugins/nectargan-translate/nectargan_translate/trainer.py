@@ -1,0 +1,263 @@
+"""``TranslationTrainer``: the base of an image-to-image translation trainer, on the core's trainer kit.
+
+pix2pix and CycleGAN set themselves up the same way around their own networks
+and step: a memory format and device transfer, Adam for the generators and
+for the discriminators with LR schedules fitted to the run, the precision
+policy with a scaler per side, the kit's two updates, a val or test split that
+may be missing, a training loader, fixed example images, the LR refreshed
+after a resume and the epoch-end schedules and example grids. This class holds
+that once, so a third trainer (a pix2pixHD, a UNIT) writes only its networks,
+its ``train_step`` and its options.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import cached_property
+from pathlib import Path
+from typing import Any, ClassVar, Iterable, Sequence
+
+import torch
+from torch.utils.data import DataLoader
+
+from nectargan_core import ResumableSampler, Trainer, TrainerKit, hookimpl
+from nectargan_losses import refresh_lr
+
+from .compilation import compile_for_training
+from .contracts import batch_size_of, check_dataset_item
+from .evaluation import MetricAccumulator, evaluation_mode
+from .examples import save_grid, spread_indices, train_view
+from .options import ValidationSection, data_channels
+from .precision import Precision
+from .training import EarlyStopping, check_sync_batchnorm, make_adam, make_lr_schedulers, write_epoch_examples
+
+class TranslationTrainer(Trainer):
+    """Base class of an image-to-image translation trainer: declare the generators, build the networks, write the step.
+
+    A subclass sets ``options`` (a model with the shared sections: ``data``,
+    ``models``, ``optim``, ``precision``, ``validation``, ``examples``),
+    ``generators`` (direction -> tracked generator, which gives it the data
+    tools, ``nectargan test``, ``predict``, ``export`` and results pages),
+    ``paired`` (whether its data are aligned pairs or two unpaired domains) and
+    ``generator_spec``. Its ``setup`` builds and tracks the networks (moved to
+    :attr:`memory_format`), then calls :meth:`setup_updates`; its
+    ``train_step`` runs inside ``with self.kit.step(batch_idx):`` and trains
+    with ``self.update_d`` and ``self.update_g``. The rest is here.
+    """
+
+    kit = TrainerKit()
+    #: Every process validates its share of the val split; the sums are reduced.
+    distributed_validation = True
+    #: The columns of a paired trainer's example grids.
+    example_columns = ("input", "output", "target")
+    paired: ClassVar[bool] = True
+    """Aligned pairs (the ``paired`` dataset, ``root/<split>/``) or two domains (False: the ``unpaired`` dataset,
+    ``root/<split>A/`` and ``root/<split>B/``): the built-in dataset, its folders, and the item check."""
+
+    # -- set-up ------------------------------------------------------------
+    def setup_data(self) -> None:
+        """The train set and the val set (None when the data have no val split), as ``train_set`` and ``val_set``.
+
+        Refuses first what cannot run (``check_sync_batchnorm``).
+        """
+        check_sync_batchnorm(self)
+        self.train_set = self.dataset("train")
+        self.val_set = self.optional_split("val")
+        if isinstance(self.config.validation, ValidationSection):  # its early_stop_* options
+            self.early_stopping = self.track("early_stopping", EarlyStopping())
+
+    @property
+    def builtin_dataset(self) -> str:
+        """This layer's dataset for the trainer's kind of data: ``paired`` or ``unpaired``."""
+        return "paired" if self.paired else "unpaired"
+
+    def dataset(self, split: str) -> Any:
+        """The configured dataset's ``split``; another plugin's paired dataset is checked on its first item."""
+        data = self.config.data
+        dataset = self.build("dataset", data, split=split, seed=self.config.run.seed)
+        if self.paired and data.name != self.builtin_dataset:
+            component = self.registry.get("dataset", data.name)
+            check_dataset_item(dataset, component.name, component.provided_by, split, data_channels(self.config))
+        return dataset
+
+    def optional_split(self, split: str) -> Any:
+        """The val or test dataset, or None (with one warning) when the built-in dataset has no such folder."""
+        data = self.config.data
+        if data.name == self.builtin_dataset:
+            root = Path(data.options["root"])
+            folder = (data.options.get(split) or {}).get("folder", split)
+            if self.paired:
+                missing = not (root / folder).is_dir()
+                problem = f"{root / folder}: no {split} split"
+            else:
+                missing = not any((root / f"{folder}{domain}").is_dir() for domain in "AB")
+                problem = f"{root}: no {folder}A/ or {folder}B/ folder"
+            if missing:
+                print(f"warning: {problem}; " + ("validation is skipped" if split == "val" else "using train images"),
+                      file=sys.stderr)
+                return None
+        return self.dataset(split)
+
+    @cached_property
+    def memory_format(self) -> torch.memory_format:
+        """channels_last when ``precision.channels_last`` is set: networks and batches are moved to it."""
+        return torch.channels_last if self.config.precision.channels_last else torch.contiguous_format
+
+    def to_device(self, images: torch.Tensor) -> torch.Tensor:
+        """A batch of images on the run's device, in :attr:`memory_format` (without waiting for the copy)."""
+        return images.to(self.device, non_blocking=True).contiguous(memory_format=self.memory_format)
+
+    def compiled(self, module: torch.nn.Module) -> Any:
+        """``module`` compiled as ``precision.compile`` asks (sharing its parameters), or ``module`` itself."""
+        precision = self.config.precision
+        return compile_for_training(module, precision.compile, precision.compile_backend)
+
+    def setup_updates(self, g_networks: torch.nn.Module | Sequence[torch.nn.Module],
+                      g_params: Iterable[torch.nn.Parameter], d_networks: torch.nn.Module | Sequence[torch.nn.Module],
+                      d_params: Iterable[torch.nn.Parameter], *, names: tuple[str, str] = ("g", "d")) -> None:
+        """The generators' and the discriminators' Adam, LR schedules, scalers and kit updates.
+
+        ``g_networks``/``d_networks`` are what each update trains (the
+        wrappers ``train_step`` calls: compiled, in DDP); ``g_params`` and
+        ``d_params`` the parameters each optimizer steps. Sets ``opt_g``,
+        ``opt_d``, ``sched_g``, ``sched_d``, ``scaler_g``, ``scaler_d``,
+        ``update_g``, ``update_d``, ``lr_units`` and ``precision``; the state
+        is tracked (checkpointed) as ``opt_<g>``, ``sched_<g>``, ``scaler_<g>``
+        and the same with ``d``, ``names`` giving ``<g>`` and ``<d>``. Step-unit
+        schedules step with their optimizer; epoch-unit ones at the epoch's end.
+        """
+        g, d = names
+        optim = self.config.optim
+        self.opt_g = self.track(f"opt_{g}", make_adam(g_params, optim.lr_g, optim, self.device))
+        self.opt_d = self.track(f"opt_{d}", make_adam(d_params, optim.lr_d, optim, self.device))
+        self.sched_g, self.sched_d, self.lr_units = make_lr_schedulers(self, self.opt_g, self.opt_d,
+                                                                       (f"sched_{g}", f"sched_{d}"))
+        self.precision = Precision.for_trainer(self)
+        self.scaler_g = self.track(f"scaler_{g}", self.precision.scaler())
+        self.scaler_d = self.track(f"scaler_{d}", self.precision.scaler())
+        self.kit.accumulate = optim.gradient_accumulation
+        self.update_d = self.kit.update(d_networks, self.opt_d, scaler=self.scaler_d, clip=optim.grad_clip,
+                                        scheduler=self.sched_d, scheduler_unit=self.lr_units[1])
+        self.update_g = self.kit.update(g_networks, self.opt_g, scaler=self.scaler_g, clip=optim.grad_clip,
+                                        scheduler=self.sched_g, scheduler_unit=self.lr_units[0])
+
+    def translator(self, direction: str = "AtoB") -> torch.nn.Module:
+        """The tracked generator of ``direction`` (see ``generators``): what validation and the examples run."""
+        return self.stateful[self.generators[direction]]
+
+    # -- loading -------------------------------------------------------------
+    def train_dataloader(self) -> DataLoader:
+        """The built-in dataset's resumable loader; another plugin's dataset in a plain DataLoader, resumable too."""
+        from .data.loader import build_dataloader
+        from .data.paired import PairedDataset
+        from .data.unpaired import UnpairedDataset
+
+        if isinstance(self.train_set, (PairedDataset, UnpairedDataset)):
+            return build_dataloader(self.train_set, device=self.device)
+        batch_size = batch_size_of(self.config.data.options, "train") or getattr(self.train_set, "batch_size", 1)
+        sampler = ResumableSampler(len(self.train_set), seed=self.config.run.seed)
+        return DataLoader(self.train_set, batch_size=batch_size, sampler=sampler)
+
+    # -- epochs and examples ---------------------------------------------------
+    @hookimpl
+    def on_load_checkpoint(self) -> None:
+        """After a resume, the LR the (possibly re-fitted) schedule gives now, not the one saved with the old."""
+        refresh_lr(self.sched_g)
+        refresh_lr(self.sched_d)
+
+    @hookimpl
+    def on_epoch_end(self, epoch: int) -> None:
+        """Epoch-unit LR schedules step; the epoch's example grid is written (``examples.every``)."""
+        self.kit.step_epoch_schedulers()
+        write_epoch_examples(self, epoch)
+
+    def example_indices(self, total: int, count: int) -> list[int]:
+        """Which of the example split's ``total`` images the grids show: ``count`` spread over it by ``run.seed``."""
+        return spread_indices(total, count, self.config.run.seed)
+
+    @cached_property
+    def example_source(self) -> tuple[Any, list[int], str]:
+        """The examples' dataset, the indices of their images in it, and the split's name.
+
+        The split is ``examples.split``; one that is missing or empty falls
+        back to the train images without augmentation. The same images come
+        every epoch and after every resume.
+        """
+        cfg = self.config.examples
+        dataset, split = (self.val_set if cfg.split == "val" else None), cfg.split
+        if cfg.split == "test":
+            dataset = self.optional_split("test")
+        if dataset is None or not len(dataset):
+            dataset, split = train_view(self, self.builtin_dataset), "train"
+        return dataset, self.example_indices(len(dataset), cfg.count), split
+
+    def example_batch(self) -> dict[str, torch.Tensor] | None:
+        """The example images as one batch of ``A`` and ``B`` (on the host), or None when there are none."""
+        if getattr(self, "_examples", None) is None:
+            dataset, indices, _ = self.example_source
+            items = [dataset[i] for i in indices]
+            if not items:
+                return None
+            self._examples = {key: torch.stack([item[key] for item in items]) for key in ("A", "B")}
+        return self._examples
+
+    def write_examples(self, path: Any) -> Any:
+        """A paired trainer's grid: the example inputs, the generator's outputs and the targets, one row each."""
+        batch = self.example_batch()
+        if batch is None:
+            return None
+        generator = self.translator()
+        with evaluation_mode(generator, self.config.validation.eval_mode), self.precision.autocast():
+            fake = generator(self.to_device(batch["A"]))
+        return save_grid(path, batch["A"], fake, batch["B"])
+
+    # -- validation ------------------------------------------------------------
+    def eval_loader(self, dataset: Any, max_batches: int | None = None, split: str = "val") -> DataLoader:
+        """The samples of ``dataset`` (the ``split`` split) in order (the first ``max_batches`` batches' worth, or all).
+
+        In a distributed run, only this rank's share: every ``world_size``-th sample from ``rank`` on.
+        """
+        from .data.loader import build_dataloader
+        from .data.paired import PairedDataset
+
+        paired = isinstance(dataset, PairedDataset)
+        split = dataset.split if paired else split
+        batch_size = batch_size_of(self.config.data.options, split)  # declared: see DatasetChoice
+        total = len(dataset) if max_batches is None else min(len(dataset), max_batches * batch_size)
+        indices = range(self.dist.rank, total, self.dist.world_size)
+        if paired:
+            return build_dataloader(dataset, device=self.device, indices=indices)
+        return DataLoader(dataset, batch_size=batch_size, sampler=list(indices))
+
+    @hookimpl
+    def validate(self, epoch: int) -> dict[str, float] | None:
+        """A paired trainer's validation: ``validation.metrics`` of the generator's outputs against the targets.
+
+        Over the val split (``validation.max_batches`` of it), each process its
+        share, summed across processes; then early stopping, if configured.
+        An unpaired trainer has no targets: it overrides this (CycleGAN scores
+        its cycle reconstructions).
+        """
+        if not self.paired:
+            raise NotImplementedError(f"{type(self).__qualname__}: an unpaired trainer validates in a validate "
+                                      "hook of its own (there are no targets to compare with)")
+        if self.val_set is None or not len(self.val_set):
+            return None
+        cfg = self.config.validation
+        generator = self.translator()
+        accumulator = MetricAccumulator(cfg.metrics, self.registry)
+        with evaluation_mode(generator, cfg.eval_mode):
+            for batch in self.eval_loader(self.val_set, cfg.max_batches):
+                with self.precision.autocast():
+                    fake = generator(self.to_device(batch["A"]))
+                accumulator.update(fake, self.to_device(batch["B"]))
+        accumulator.reduce(self.dist, self.device)  # the whole split's sums, in every process
+        metrics = accumulator.compute()
+        if getattr(cfg, "early_stop_metric", None) is not None:
+            key = cfg.early_stop_metric.removeprefix("val/")
+            self.early_stopping.update(metrics[key], key, cfg.early_stop_mode, cfg.early_stop_min_delta,
+                                       self.registry)
+            if self.early_stopping.bad >= cfg.early_stop_patience:
+                self.request_stop(f"early stopping: val/{key} did not improve for {cfg.early_stop_patience} "
+                                  f"validations (best {self.early_stopping.best:.4g})")
+        return metrics
