@@ -82,7 +82,11 @@ __all__ = [
     "pid_alive", "staging", "sweep_stale_temps", "temp_path", "file_kind", "printable", "printable_lines",
 ]
 
-_exported, __dir__ = lazy_exports(__name__, __file__)
+_exported, _listed = lazy_exports(__name__, __file__)
+
+
+def __dir__() -> list[str]:
+    return sorted({*_listed(), "__version__"})
 
 
 def __getattr__(name: str) -> Any:

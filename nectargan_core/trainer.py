@@ -11,6 +11,7 @@ stopping) lives here, once, for every trainer.
 from __future__ import annotations
 
 import errno
+import functools
 import itertools
 import math
 import sys
@@ -79,9 +80,20 @@ def engine_names() -> frozenset[str]:
     return ENGINE_STATE | (methods - OVERRIDABLE)
 
 
+@functools.lru_cache(maxsize=None)
+def reserved_names(trainer_cls: type) -> dict[str, type]:
+    """Each name a class of ``trainer_cls``'s MRO keeps for itself (``Trainer.reserved``), with that class."""
+    owners: dict[str, type] = {}
+    for cls in reversed(trainer_cls.__mro__):
+        for name in vars(cls).get("reserved", ()):
+            owners[name] = cls
+    return owners
+
+
 def check_trainer_class(trainer_cls: type, label: str) -> None:
-    """Refuse a trainer class that defines a name the engine owns (one line naming the class and the name)."""
+    """Refuse a trainer class that defines a name the engine, or a base class, owns (one line naming both)."""
     owned = engine_names()
+    reserved = reserved_names(trainer_cls)
     for cls in trainer_cls.__mro__:
         if cls is Trainer:
             return
@@ -90,6 +102,13 @@ def check_trainer_class(trainer_cls: type, label: str) -> None:
             raise PluginError(f"{label}: {cls.__qualname__} defines {', '.join(repr(n) for n in clashes)}, which "
                               f"the engine owns (the loop's own state and methods); rename "
                               f"{'it' if len(clashes) == 1 else 'them'} (see {NAMES_DOC})")
+        taken = sorted(name for name in vars(cls) if name in reserved and reserved[name] is not cls
+                       and issubclass(cls, reserved[name]))
+        if taken:
+            owner = reserved[taken[0]].__qualname__
+            raise PluginError(f"{label}: {cls.__qualname__} defines {', '.join(repr(n) for n in taken)}, which its "
+                              f"base class {owner} owns (its own set-up and state); rename "
+                              f"{'it' if len(taken) == 1 else 'them'} (see {owner}.reserved)")
 
 
 class Trainer:
@@ -98,9 +117,26 @@ class Trainer:
     options: ClassVar[Any] = None
     """The pydantic model of the trainer's own config sections (also given to ``register``)."""
 
+    reserved: ClassVar[frozenset[str]] = frozenset()
+    """Names a base class of trainers keeps for its own state and methods, as the engine keeps its own: a
+    subclass that defines one, or whose code assigns one, is refused in one line. Declared by bases such
+    as ``nectargan_translate.TranslationTrainer``; a trainer of one model rarely needs it."""
+
     def __setattr__(self, name: str, value: Any) -> None:
         # The trainer's own code (a method of a subclass) may not write the engine's state; the engine may, and
-        # so may code outside the trainer (a test that sets up a position).
+        # so may code outside the trainer (a test that sets up a position). A name a base class reserves is
+        # written by that class's own code only.
+        owner = reserved_names(type(self)).get(name)
+        if owner is not None:
+            frame = sys._getframe(1)
+            while frame is not None and frame.f_code.co_name.startswith("<"):
+                frame = frame.f_back
+            if frame is not None and frame.f_locals.get("self") is self \
+                    and frame.f_code.co_filename != getattr(sys.modules.get(owner.__module__), "__file__", None):
+                raise PluginError(f"trainer '{getattr(self, 'name', type(self).__name__)}': "
+                                  f"{type(self).__qualname__}.{frame.f_code.co_name} assigns self.{name}, which its "
+                                  f"base class {owner.__qualname__} owns (its own set-up and state); name your "
+                                  f"attribute otherwise (see {owner.__qualname__}.reserved)")
         if name in _ENGINE_NAMES:
             frame = sys._getframe(1)
             while frame is not None and frame.f_code.co_name.startswith("<"):  # a comprehension's frame (3.10, 3.11)

@@ -411,3 +411,48 @@ def test_a_metric_registered_without_its_direction_fails_to_load(fake_dist, tmp_
     listed = run_cli("plugins", "list", cwd=tmp_path, env={"PYTHONPATH": str(site)})
     assert "metric 'sharpness' from plugin 'nodir_plugin': register it with direction='min' or 'max' (got None)" \
         in listed.stdout + listed.stderr, listed.stdout + listed.stderr
+
+
+def test_a_bare_metric_name_that_two_plugins_register_is_refused_and_the_qualified_one_works(fake_dist, tmp_path,
+                                                                                          tiny_paired_dataset):
+    """l1 is translate's built-in: another plugin's l1 makes the bare name ambiguous, as for every other part."""
+    site = fake_dist("nectargan-collide", "collide_plugin", """
+        from nectargan_core import hookimpl
+
+        def l1(fake, real):
+            '''Twice the mean absolute error, per image.'''
+            return 2 * (fake - real).abs().flatten(1).mean(dim=1)
+
+        @hookimpl
+        def register_metrics(register):
+            register("l1", "collide_plugin:l1", direction="min", description="Twice L1")
+    """)
+    env = {"PYTHONPATH": str(site)}
+    common = ["--preset", "pix2pix-tiny", "--set", f"data.root={tiny_paired_dataset}", "--set", "run.output_dir=runs",
+              "--set", "run.device=cpu", "--set", "visualizers=[]"]
+    bare = run_cli("train", *common, "--set", "validation.metrics=[l1, psnr]", cwd=tmp_path, env=env)
+    assert bare.returncode == 2, bare.stderr
+    line = bare.stderr.strip()
+    assert "\n" not in line and line.startswith("error: ") and "validation.metrics" in line, line
+    assert "nectargan-collide:l1" in line and "nectargan-translate:l1" in line, line
+    assert not (tmp_path / "runs").exists()
+
+    qualified = run_cli("train", *common, "--set", "loop.epochs=1", "--set",
+                        "validation.metrics=[nectargan-translate:l1, nectargan-collide:l1]", cwd=tmp_path, env=env,
+                        timeout=300)
+    assert qualified.returncode == 0, qualified.stderr
+    run_dir = next((tmp_path / "runs").glob("*/version_0"))
+    scores = [json.loads(line)["metrics"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()
+              if json.loads(line)["kind"] == "val"][-1]
+    assert scores["nectargan-collide:l1"] == pytest.approx(2 * scores["nectargan-translate:l1"], rel=1e-5)
+
+
+def test_best_metric_must_be_one_validation_computes(tmp_path, tiny_paired_dataset):
+    refused = run_cli("train", "--preset", "pix2pix-tiny", "--set", f"data.root={tiny_paired_dataset}", "--set",
+                      "run.output_dir=runs", "--set", "run.device=cpu", "--set", "validation.metrics=[l1]", "--set",
+                      "checkpoint.best_metric=val/psnr", cwd=tmp_path)
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.strip() == (
+        "error: checkpoint.best_metric: 'val/psnr' is not among the metrics validation computes (val/l1); choose one "
+        "of them, or add it to validation.metrics")
+    assert not (tmp_path / "runs").exists()

@@ -21,9 +21,9 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_va
 
 from nectargan_core import Section, choice_of, registry_from
 from nectargan_losses import ScheduleChoice
-from nectargan_translate import RUN_LENGTH_LR, ExamplesSection, PrecisionSection, TestSection, registered_metrics
+from nectargan_translate import (RUN_LENGTH_LR, ExamplesSection, PrecisionSection, TestSection, UnpairedDataChoice,
+                                 registered_metrics)
 
-DataChoice = choice_of("dataset", default="unpaired")
 GeneratorChoice = choice_of("model", default="resnet_9blocks")
 DiscriminatorChoice = choice_of("model", default="patchgan_70")
 
@@ -152,7 +152,7 @@ class ValidationSection(Section):
 class CycleGANOptions(BaseModel):
     """Sections the CycleGAN trainer adds to the run config."""
 
-    data: DataChoice = Field(default_factory=DataChoice, validate_default=True,
+    data: UnpairedDataChoice = Field(default_factory=UnpairedDataChoice, validate_default=True,
                              description="Dataset (unpaired by default) and its options")
     models: ModelsSection = Field(default_factory=ModelsSection, description="Generators and discriminators")
     loss: LossSection = Field(default_factory=LossSection, description="GAN objective and loss weights")

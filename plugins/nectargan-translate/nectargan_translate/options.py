@@ -35,6 +35,8 @@ DataChoice = DatasetChoice
 
 Its options must declare ``batch_size`` (:class:`~nectargan_translate.contracts.DatasetChoice`).
 """
+UnpairedDataChoice = choice_of("dataset", default="unpaired")
+"""The ``data`` section of a trainer on two unpaired domains (default: the ``unpaired`` dataset)."""
 GeneratorChoice = choice_of("model", default="unet_256")
 DiscriminatorChoice = choice_of("model", default="patchgan_70")
 
@@ -109,9 +111,7 @@ def registered_metrics(names: list[str], info: ValidationInfo) -> list[str]:
     """``names`` if each is a registered metric (a field validator for a trainer's ``metrics`` list)."""
     registry = registry_from(info)
     for name in names:
-        if name in METRIC_NAMES:  # always this plugin's (evaluation.metric_functions), whoever else has the name
-            continue
-        if registry is not None:
+        if registry is not None:  # a bare name that two plugins register is refused, naming both (l1 too)
             try:
                 registry.get("metric", name)
             except PluginError as exc:

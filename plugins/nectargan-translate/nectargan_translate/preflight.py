@@ -28,6 +28,7 @@ BUILD_ERRORS = (ValueError, TypeError, NectarGANError)
 def check_config(config: Any, registry: Registry) -> None:
     """Raise a one-line :class:`ConfigError` (or ``DatasetError``) for what the config gets wrong."""
     check_precision(config)
+    check_best_metric(config)
     check_data(config)
     generator = meta_network("generator", lambda: build_generator(registry, config), config)
     discriminator = meta_network("discriminator", lambda: build_discriminator(registry, config), config)
@@ -56,6 +57,17 @@ def check_data(config: Any) -> None:
                           "set data.drop_last: false")
     if options.cache in ("memory", "device"):
         check_cache_fits(config, options)
+
+
+def check_best_metric(config: Any) -> None:
+    """``checkpoint.best_metric`` names one of the metrics validation computes (else best.pt would never be written)."""
+    key = config.checkpoint.best_metric
+    metrics = list(getattr(getattr(config, "validation", None), "metrics", None) or [])
+    if not key or not metrics or key.removeprefix("val/") in metrics:
+        return
+    choices = ", ".join(f"val/{name}" for name in metrics)
+    raise ConfigError(f"checkpoint.best_metric: '{key}' is not among the metrics validation computes ({choices}); "
+                      f"choose one of them, or add it to validation.metrics")
 
 
 def check_precision(config: Any) -> None:

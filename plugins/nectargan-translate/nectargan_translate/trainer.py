@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Iterable, Sequence
 import torch
 from torch.utils.data import DataLoader
 
-from nectargan_core import ResumableSampler, Trainer, TrainerKit, hookimpl
+from nectargan_core import ConfigError, ResumableSampler, Trainer, TrainerKit, hookimpl
 from nectargan_losses import refresh_lr
 
 from .compilation import compile_for_training
@@ -34,18 +34,31 @@ from .training import EarlyStopping, check_sync_batchnorm, make_adam, make_lr_sc
 class TranslationTrainer(Trainer):
     """Base class of an image-to-image translation trainer: declare the generators, build the networks, write the step.
 
-    A subclass sets ``options`` (a model with the shared sections: ``data``,
-    ``models``, ``optim``, ``precision``, ``validation``, ``examples``),
-    ``generators`` (direction -> tracked generator, which gives it the data
-    tools, ``nectargan test``, ``predict``, ``export`` and results pages),
-    ``paired`` (whether its data are aligned pairs or two unpaired domains) and
-    ``generator_spec``. Its ``setup`` builds and tracks the networks (moved to
+    A subclass is registered with an options model holding the shared
+    sections (``data``, ``models``, ``optim``, ``precision``, ``validation``,
+    ``examples``; ``UnpairedDataChoice`` for ``data`` when it trains on two
+    domains) and sets ``generators`` (direction -> tracked generator, which
+    gives it the data tools, ``nectargan test``, ``predict``, ``export`` and
+    results pages), ``paired`` and ``generator_spec``. Its ``setup`` calls
+    :meth:`setup_data`, builds and tracks the networks (moved to
     :attr:`memory_format`), then calls :meth:`setup_updates`; its
     ``train_step`` runs inside ``with self.kit.step(batch_idx):`` and trains
-    with ``self.update_d`` and ``self.update_g``. The rest is here.
+    with ``self.update_d`` and ``self.update_g``. The rest is here; the names
+    in :attr:`reserved` are this class's.
     """
 
     kit = TrainerKit()
+    reserved = frozenset({
+        # what the set-up below assigns
+        "train_set", "val_set", "opt_g", "opt_d", "sched_g", "sched_d", "scaler_g", "scaler_d", "update_g",
+        "update_d", "lr_units", "precision", "early_stopping",
+        # what a subclass calls, never redefines
+        "setup_data", "dataset", "optional_split", "builtin_dataset", "memory_format", "to_device", "compiled",
+        "setup_updates", "translator", "eval_loader", "example_source",
+    })
+    """This class's state and helpers: a subclass that defines one of these names, or assigns one, is refused in
+    one line. A subclass may override ``train_dataloader``, ``example_indices``, ``example_batch``,
+    ``write_examples``, ``validate``, ``on_load_checkpoint`` and ``on_epoch_end`` (calling the base's)."""
     #: Every process validates its share of the val split; the sums are reduced.
     distributed_validation = True
     #: The columns of a paired trainer's example grids.
@@ -61,6 +74,11 @@ class TranslationTrainer(Trainer):
         Refuses first what cannot run (``check_sync_batchnorm``).
         """
         check_sync_batchnorm(self)
+        other = "unpaired" if self.paired else "paired"
+        if self.config.data.name == other:
+            kind = "aligned pairs" if self.paired else "two unpaired domains"
+            raise ConfigError(f"data.name: '{other}' is the wrong kind of data for trainer '{self.name}', which "
+                              f"trains on {kind}; set data.name={self.builtin_dataset}")
         self.train_set = self.dataset("train")
         self.val_set = self.optional_split("val")
         if isinstance(self.config.validation, ValidationSection):  # its early_stop_* options
