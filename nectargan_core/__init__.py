@@ -43,7 +43,6 @@ if TYPE_CHECKING:  # the public names loaded on first access (lazy_exports reads
     from .update import Update, optimizer_step
     from .accumulation import AccumulationGroup
     from .sampling import ResumableSampler
-    from .generators import GeneratorSpec
     from .distributed import Distributed
     from .capabilities import NONFINITE_SKIP
     from .device import resolve_device
@@ -72,7 +71,7 @@ __all__ = [
     "write_report", "CHECKPOINT_FORMAT", "load_checkpoint", "restoring", "save_checkpoint",
     "sha256_of", "state_problem", "read_metrics", "metric_direction", "metric_improved", "repeated_terms",
     "Trainer", "Step", "TrainerKit", "Update", "optimizer_step", "AccumulationGroup", "ResumableSampler",
-    "GeneratorSpec", "Distributed", "NONFINITE_SKIP", "resolve_device", "step_graphs_planned",
+    "Distributed", "NONFINITE_SKIP", "resolve_device", "step_graphs_planned",
     "leave_stopping_to_main", "stop_signalled",
     "DEVICE_PATTERN", "ComponentChoice", "CoreConfig", "Section", "choice_of", "describe_errors", "dump_yaml",
     "load_config", "name_of", "parse_override_value", "parts_of", "plain_name", "registry_from", "validate_config",
@@ -83,6 +82,8 @@ __all__ = [
 ]
 
 _exported, _listed = lazy_exports(__name__, __file__)
+#: Names that moved away, kept for one release with a DeprecationWarning: name -> (module, attribute, new home).
+_DEPRECATED = {"GeneratorSpec": ("nectargan_core.generators", "GeneratorSpec", "nectargan_translate.GeneratorSpec")}
 
 
 def __dir__() -> list[str]:
@@ -95,4 +96,12 @@ def __getattr__(name: str) -> Any:
 
         globals()[name] = value = version("nectargan-core")
         return value
+    if name in _DEPRECATED:
+        import importlib
+        import warnings
+
+        module, attr, instead = _DEPRECATED[name]
+        warnings.warn(f"nectargan_core.{name} is deprecated and goes in the next release: import {instead}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(module), attr)
     return _exported(name)

@@ -1,4 +1,10 @@
-"""What a trainer tells the inference commands about its generators.
+"""Deprecated: ``GeneratorSpec`` moved to ``nectargan_translate`` (this module goes in the next release).
+
+``nectargan_core.GeneratorSpec`` still works, with a DeprecationWarning; the
+inference commands read any object with ``model``, ``in_channels`` and
+``out_channels``, so trainers that return this class keep working meanwhile.
+
+What a trainer tells the inference commands about its generators.
 
 ``nectargan test``, ``predict`` and ``export`` read a generator out of a
 checkpoint. Which tracked network that is, and how to rebuild it from the

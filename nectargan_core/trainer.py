@@ -35,7 +35,6 @@ from .stepgraph import step_runner
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import ComponentChoice, CoreConfig
-    from .generators import GeneratorSpec
     from .registry import Registry
 
 
@@ -65,7 +64,7 @@ ENGINE_STATE = frozenset({
     "_checkpoint_due", "_ending_epoch", "step_graphs", "_first_step_at",
 })
 #: The methods a trainer overrides (docs/plugins/trainer-api.md); Trainer's other methods are the engine's.
-OVERRIDABLE = frozenset({"setup", "train_dataloader", "check_config", "generator_spec", "describe", "prepare_step",
+OVERRIDABLE = frozenset({"setup", "train_dataloader", "check_config", "describe", "prepare_step",
                          "graph_key", "graph_blocker"})
 #: Files whose code may assign the engine's attributes: this module and the run that owns the trainer.
 _ENGINE_FILES = frozenset({__file__, str(Path(__file__).with_name("run.py"))})
@@ -160,12 +159,6 @@ class Trainer:
     """
     example_columns: ClassVar[tuple[str, ...]] = ()
     """What the columns of the trainer's example grids show, left to right (the report labels them)."""
-    generators: ClassVar[Mapping[str, str]] = {}
-    """For the inference commands (test, predict, export): each translation direction ("AtoB",
-    "BtoA") this trainer's checkpoints can run, and the tracked name of the generator that
-    translates that way, the default direction first. Empty: the commands refuse its checkpoints.
-    See ``nectargan_core.generators``.
-    """
 
     def __init__(
         self,
@@ -234,11 +227,6 @@ class Trainer:
         The default accepts every config.
         """
 
-    @classmethod
-    def generator_spec(cls, config: "CoreConfig", direction: str) -> "GeneratorSpec":
-        """How the generator of ``direction`` (a key of ``generators``) is built from a checkpoint's config."""
-        raise PluginError(f"trainer {cls.__name__} declares no generator_spec(config, direction), so the inference "
-                          "commands cannot rebuild its generators")
 
     def setup(self) -> None:
         """Build networks, optimizers and data; called once before any resume."""

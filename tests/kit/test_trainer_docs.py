@@ -14,9 +14,10 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from nectargan_core import (AccumulationGroup, GeneratorSpec, ResumableSampler, Run, Trainer, TrainerKit, Update,
+from nectargan_core import (AccumulationGroup, ResumableSampler, Run, Trainer, TrainerKit, Update,
                             choice_of, hookimpl, load_checkpoint, optimizer_step)
 from nectargan_core.rundir import RunDir
+from nectargan_translate import GeneratorSpec, TranslationTrainer
 from support import ROOT, run_cli
 
 PAGE = ROOT / "docs" / "plugins" / "trainer-api.md"
@@ -32,7 +33,7 @@ DOCUMENTED = {
     "backward": Update.backward, "step ": Update.step, "optimizer_step": optimizer_step,
     "AccumulationGroup.of": AccumulationGroup.of, "choice_of": choice_of, "ResumableSampler": ResumableSampler,
     "set_epoch": ResumableSampler.set_epoch, "skip": ResumableSampler.skip, "shard": ResumableSampler.shard,
-    "generator_spec": Trainer.generator_spec, "GeneratorSpec": GeneratorSpec,
+    "generator_spec": TranslationTrainer.generator_spec, "GeneratorSpec": GeneratorSpec,
 }
 
 

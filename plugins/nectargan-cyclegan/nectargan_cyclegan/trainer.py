@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
-from nectargan_core import ConfigError, GeneratorSpec, hookimpl, leave_stopping_to_main
+from nectargan_core import ConfigError, hookimpl, leave_stopping_to_main
 from nectargan_losses import GANObjective
 from nectargan_translate import (MetricAccumulator, TranslationTrainer, build_network, data_channels, evaluation_mode,
                                  save_grid)
@@ -50,11 +50,6 @@ class CycleGANTrainer(TranslationTrainer):
     paired = False
     #: For test, predict and export: G_A translates A to B, G_B B to A.
     generators = {"AtoB": "G_A", "BtoA": "G_B"}
-
-    @classmethod
-    def generator_spec(cls, config: Any, direction: str) -> GeneratorSpec:
-        a, b = data_channels(config)
-        return GeneratorSpec(config.models.generator, *((a, b) if direction == "AtoB" else (b, a)))
 
     # -- set-up ------------------------------------------------------------
     def setup(self) -> None:

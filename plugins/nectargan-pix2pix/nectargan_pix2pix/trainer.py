@@ -28,10 +28,10 @@ from typing import Any
 
 import torch
 
-from nectargan_core import ConfigError, GeneratorSpec, hookimpl, optimizer_step
+from nectargan_core import ConfigError, hookimpl, optimizer_step
 from nectargan_losses import LossManager
 from nectargan_translate import (TranslationTrainer, build_discriminator, build_generator, check_translation_config,
-                                 data_channels, is_conditional)
+                                 is_conditional)
 
 from .options import Pix2pixOptions
 from .summary import pix2pix_rows
@@ -48,10 +48,6 @@ class Pix2pixTrainer(TranslationTrainer):
     #: For test, predict and export: one generator, from the training input to the target (data.direction
     #: decides which side of the data that is).
     generators = {"AtoB": "generator"}
-
-    @classmethod
-    def generator_spec(cls, config: Any, direction: str) -> GeneratorSpec:
-        return GeneratorSpec(config.models.generator, *data_channels(config))
 
     # -- set-up ------------------------------------------------------------
     def setup(self) -> None:

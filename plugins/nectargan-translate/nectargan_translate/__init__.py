@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # the public names, loaded on first access (nectargan_core.la
     # evaluation, example grids and trained generators
     from .evaluation import MetricAccumulator, evaluation_mode, per_image
     from .examples import save_grid, spread_indices, train_view
+    from .generators import GeneratorSpec
     from .inference import LoadedGenerator, load_generator
     # test, predict and export from Python (what the commands run)
     from .tester import EvaluationReport, run_test
@@ -61,7 +62,7 @@ __all__ = [
     "compile_for_training", "EarlyStopping",
     "check_sync_batchnorm", "make_adam", "make_lr_schedulers", "write_epoch_examples",
     "MetricAccumulator", "evaluation_mode", "per_image", "save_grid", "spread_indices", "train_view",
-    "LoadedGenerator", "load_generator", "EvaluationReport", "run_test", "PredictReport", "predict", "ExportError",
+    "GeneratorSpec", "LoadedGenerator", "load_generator", "EvaluationReport", "run_test", "PredictReport", "predict", "ExportError",
     "ExportReport", "Parity", "export_generator",
 ]
 

@@ -14,9 +14,10 @@ from typing import Any, Mapping, Optional, Sequence
 
 import torch
 
-from nectargan_core import (CHECKPOINT_PATTERN, CheckpointError, CoreConfig, GeneratorSpec, Registry, RunDir,
-                            get_plugins, load_checkpoint, restoring, state_problem, validate_config)
+from nectargan_core import (CHECKPOINT_PATTERN, CheckpointError, CoreConfig, Registry, RunDir, get_plugins,
+                            load_checkpoint, restoring, state_problem, validate_config)
 
+from .generators import GeneratorSpec
 from .networks import build_network
 from .options import data_channels
 from .evaluation import evaluation_mode
@@ -32,7 +33,7 @@ class LoadedGenerator:
     checkpoint: Path
     epoch: int
     global_step: int
-    #: The direction it translates (``AtoB``/``BtoA``), and how it was built (see nectargan_core.generators).
+    #: The direction it translates (``AtoB``/``BtoA``), and how it was built (see :class:`GeneratorSpec`).
     direction: str = "AtoB"
     spec: Optional[GeneratorSpec] = None
     #: Every direction the checkpoint has a generator for, the default first.
@@ -144,7 +145,7 @@ def load_generator(target: str | Path, which: str = "latest", *, device: str | t
 
     The checkpoint's trainer says which tracked network translates each way and
     how it is built from the stored config (its ``generators`` and
-    ``generator_spec``, see :mod:`nectargan_core.generators`); ``direction``
+    ``generator_spec``, see ``GeneratorSpec``); ``direction``
     None takes its first (pix2pix's one generator, CycleGAN's ``AtoB``).
     With ``arch``, ``target`` is a pix2pix/CycleGAN reference state dict instead,
     mapped in memory as ``nectargan models import FILE --arch ARCH --set ...`` does
@@ -179,7 +180,7 @@ def load_generators(target: str | Path, which: str = "latest", directions: Seque
                                   "was written by another program")
     trainer = checkpoint["trainer"]
     trainer_class = _trainer_class(trainer, path, registry)
-    declared = dict(trainer_class.generators)
+    declared = dict(getattr(trainer_class, "generators", None) or {})
     if not declared:
         raise CheckpointError(f"{path}: not a checkpoint with a generator: its trainer '{trainer}' declares none "
                               "for test, predict and export")
@@ -208,7 +209,11 @@ def load_generators(target: str | Path, which: str = "latest", directions: Seque
     config = validate_config(checkpoint["config"], registry, source=f"{path} (stored config)")
     loaded = []
     for direction in wanted:
-        spec = trainer_class.generator_spec(config, direction)
+        spec_of = getattr(trainer_class, "generator_spec", None)
+        if spec_of is None:
+            raise CheckpointError(f"{path}: its trainer '{trainer}' declares generators but no "
+                                  "generator_spec(config, direction), so they cannot be rebuilt")
+        spec = spec_of(config, direction)
 
         def build(spec: GeneratorSpec = spec) -> torch.nn.Module:
             return build_network(registry, spec.model, in_channels=spec.in_channels, out_channels=spec.out_channels)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar, Iterable, Sequence
+from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 import torch
 from torch.utils.data import DataLoader
@@ -27,6 +27,7 @@ from .compilation import compile_for_training
 from .contracts import batch_size_of, check_dataset_item
 from .evaluation import MetricAccumulator, evaluation_mode
 from .examples import save_grid, spread_indices, train_view
+from .generators import GeneratorSpec
 from .options import ValidationSection, data_channels
 from .precision import Precision
 from .training import EarlyStopping, check_sync_batchnorm, make_adam, make_lr_schedulers, write_epoch_examples
@@ -39,7 +40,7 @@ class TranslationTrainer(Trainer):
     ``examples``; ``UnpairedDataChoice`` for ``data`` when it trains on two
     domains) and sets ``generators`` (direction -> tracked generator, which
     gives it the data tools, ``nectargan test``, ``predict``, ``export`` and
-    results pages), ``paired`` and ``generator_spec``. Its ``setup`` calls
+    results pages) and ``paired`` (``generator_spec`` has a default). Its ``setup`` calls
     :meth:`setup_data`, builds and tracks the networks (moved to
     :attr:`memory_format`), then calls :meth:`setup_updates`; its
     ``train_step`` runs inside ``with self.kit.step(batch_idx):`` and trains
@@ -63,9 +64,24 @@ class TranslationTrainer(Trainer):
     distributed_validation = True
     #: The columns of a paired trainer's example grids.
     example_columns = ("input", "output", "target")
+    generators: ClassVar[Mapping[str, str]] = {}
+    """For the inference commands (test, predict, export): each direction (``AtoB``, ``BtoA``) this trainer's
+    checkpoints can run, and the tracked name of the generator that translates that way, the default first
+    (pix2pix: ``{"AtoB": "generator"}``). Empty: the commands refuse its checkpoints."""
     paired: ClassVar[bool] = True
     """Aligned pairs (the ``paired`` dataset, ``root/<split>/``) or two domains (False: the ``unpaired`` dataset,
     ``root/<split>A/`` and ``root/<split>B/``): the built-in dataset, its folders, and the item check."""
+
+    @classmethod
+    def generator_spec(cls, config: Any, direction: str) -> GeneratorSpec:
+        """How the generator of ``direction`` is rebuilt from a checkpoint's stored config.
+
+        By default ``models.generator`` with the data's channels, swapped for
+        ``BtoA`` (CycleGAN's two generators share one choice); a trainer whose
+        generators differ overrides this.
+        """
+        a, b = data_channels(config)
+        return GeneratorSpec(config.models.generator, *((a, b) if direction == "AtoB" else (b, a)))
 
     # -- set-up ------------------------------------------------------------
     def setup_data(self) -> None:
