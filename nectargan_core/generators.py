@@ -11,7 +11,7 @@ checkpoint. Which tracked network that is, and how to rebuild it from the
 checkpoint's stored config, only the trainer that wrote the checkpoint knows:
 pix2pix has one generator (``generator``), CycleGAN two (``G_A`` for A to B,
 ``G_B`` for B to A). A trainer says so with two class-level declarations
-(see :class:`nectargan_core.Trainer`)::
+(now on ``nectargan_translate.TranslationTrainer``)::
 
     class CycleGANTrainer(Trainer):
         generators = {"AtoB": "G_A", "BtoA": "G_B"}   # direction -> tracked name, default first

@@ -31,7 +31,16 @@ def resolve(ref: Any) -> Any:
 
 def _type_checking_imports(package: str, init_file: str) -> dict[str, tuple[str, str]]:
     """``{public name: (module, attribute)}`` from the ``if TYPE_CHECKING:`` block of a package's ``__init__``."""
-    tree = ast.parse(Path(init_file).read_text(encoding="utf-8"), init_file)
+    source = None
+    get_source = getattr(getattr(importlib.util.find_spec(package), "loader", None), "get_source", None)
+    if get_source is not None:  # the loader's copy: also where no file is (a zip import)
+        try:
+            source = get_source(package)
+        except (ImportError, OSError):
+            source = None
+    if source is None:  # a loader that keeps no sources (pytest's assertion rewriter): the file itself
+        source = Path(init_file).read_text(encoding="utf-8")
+    tree = ast.parse(source, init_file)
     table: dict[str, tuple[str, str]] = {}
     for node in tree.body:
         if not (isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
@@ -67,7 +76,10 @@ def lazy_exports(package: str, init_file: str) -> tuple[Callable[[str], Any], Ca
         if name not in table:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         module, attr = table[name]
-        value = getattr(importlib.import_module(module), attr)
+        imported = importlib.import_module(module)
+        # `from . import sub` names a submodule, which its package may not hold as an attribute yet
+        value = getattr(imported, attr) if module != package or attr in vars(imported) \
+            else importlib.import_module(f"{package}.{attr}")
         setattr(sys.modules[package], name, value)  # later accesses skip __getattr__
         return value
 

@@ -81,11 +81,12 @@ def engine_names() -> frozenset[str]:
 
 @functools.lru_cache(maxsize=None)
 def reserved_names(trainer_cls: type) -> dict[str, type]:
-    """Each name a class of ``trainer_cls``'s MRO keeps for itself (``Trainer.reserved``), with that class."""
+    """Each name a class of ``trainer_cls``'s MRO keeps for itself (``Trainer.reserved``), with the first (most
+    basic) class that reserves it: a subclass that extends the set (``Base.reserved | {...}``) keeps the owners."""
     owners: dict[str, type] = {}
     for cls in reversed(trainer_cls.__mro__):
         for name in vars(cls).get("reserved", ()):
-            owners[name] = cls
+            owners.setdefault(name, cls)
     return owners
 
 
@@ -101,8 +102,7 @@ def check_trainer_class(trainer_cls: type, label: str) -> None:
             raise PluginError(f"{label}: {cls.__qualname__} defines {', '.join(repr(n) for n in clashes)}, which "
                               f"the engine owns (the loop's own state and methods); rename "
                               f"{'it' if len(clashes) == 1 else 'them'} (see {NAMES_DOC})")
-        taken = sorted(name for name in vars(cls) if name in reserved and reserved[name] is not cls
-                       and issubclass(cls, reserved[name]))
+        taken = sorted(name for name in vars(cls) if name in reserved and reserved[name] is not cls)  # mixins too
         if taken:
             owner = reserved[taken[0]].__qualname__
             raise PluginError(f"{label}: {cls.__qualname__} defines {', '.join(repr(n) for n in taken)}, which its "
@@ -159,6 +159,10 @@ class Trainer:
     """
     example_columns: ClassVar[tuple[str, ...]] = ()
     """What the columns of the trainer's example grids show, left to right (the report labels them)."""
+    generators: ClassVar[Mapping[str, str]] = {}
+    """Deprecated here (goes in the next release): the generators a trainer declares for test, predict and
+    export are ``nectargan_translate.TranslationTrainer.generators``; kept so code reading it on any trainer
+    class still finds a mapping."""
 
     def __init__(
         self,

@@ -173,14 +173,14 @@ class CoreConfig(Section):
     """The sections every run has."""
 
     trainer: Optional[str] = Field(None, description="Name of a registered trainer")
-    run: RunSection = Field(default_factory=RunSection,
-                            description="Name, output folder, seed, device and threads of the run")
-    loop: LoopSection = Field(default_factory=LoopSection,
-                              description="Epochs, logging and validation intervals, non-finite losses")
-    checkpoint: CheckpointSection = Field(default_factory=CheckpointSection,
-                                          description="When checkpoints are written, kept, and which is best")
-    distributed: DistributedSection = Field(default_factory=DistributedSection,
-                                            description="Backend and timeouts of multi-process runs")
+    run: RunSection = Field(default_factory=RunSection)
+    """Name, output folder, seed, device and threads of the run."""
+    loop: LoopSection = Field(default_factory=LoopSection)
+    """Epochs, logging and validation intervals, non-finite losses."""
+    checkpoint: CheckpointSection = Field(default_factory=CheckpointSection)
+    """When checkpoints are written and kept, and which is best."""
+    distributed: DistributedSection = Field(default_factory=DistributedSection)
+    """Backend and timeouts of multi-process runs."""
     visualizers: dict[str, dict[str, Any]] = Field(
         default_factory=lambda: {"console": {}}, validate_default=True,
         description="Visualizers enabled for this run, name -> options",

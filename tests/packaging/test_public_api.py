@@ -209,3 +209,28 @@ def test_a_moved_name_warns_for_one_release_and_still_works():
     spec = old(model="unet", in_channels=1, out_channels=3)
     new = nectargan_translate.GeneratorSpec(model="unet", in_channels=1, out_channels=3)
     assert (spec.model, spec.in_channels, spec.out_channels) == (new.model, new.in_channels, new.out_channels)
+
+
+def test_lazy_exports_reads_a_zip_imported_package_and_a_submodule_export(tmp_path, monkeypatch):
+    """The block is read through the package's loader (no file on disk in a zip), and ``from . import sub``
+    exports the submodule itself."""
+    import zipfile
+
+    archive = tmp_path / "zipped.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.writestr("zippkg/__init__.py", textwrap.dedent("""
+            from typing import TYPE_CHECKING
+            from nectargan_core import lazy_exports
+            if TYPE_CHECKING:
+                from . import tools
+                from .tools import answer
+            __all__ = ["tools", "answer"]
+            __getattr__, __dir__ = lazy_exports(__name__, __file__)
+        """))
+        bundle.writestr("zippkg/tools.py", "answer = 42\n")
+    monkeypatch.syspath_prepend(str(archive))
+    zippkg = importlib.import_module("zippkg")
+    assert zippkg.answer == 42
+    assert zippkg.tools is sys.modules["zippkg.tools"]
+    for name in ("zippkg", "zippkg.tools"):
+        sys.modules.pop(name)

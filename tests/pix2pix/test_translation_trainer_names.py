@@ -74,3 +74,31 @@ def test_the_reserved_names_are_what_the_base_sets_up_and_offers():
     overridable = {"train_dataloader", "validate", "write_examples", "example_batch", "example_indices",
                    "on_epoch_end", "on_load_checkpoint"}
     assert helpers - overridable <= reserved
+
+
+def test_a_mixin_or_an_extended_reserved_set_keeps_the_base_s_names(tmp_path, synth, nectargan_plugin_host):
+    """A mixin in front of the base may not define a reserved name either; a subclass that adds names of its own
+    to ``reserved`` leaves the base's names the base's (its set-up still assigns them)."""
+    from nectargan_core.trainer import check_trainer_class
+
+    class SkipContractMixin:
+        def dataset(self, split):  # would drop the base's check of another plugin's dataset
+            return None
+
+    class Mixed(SkipContractMixin, Pix2pixTrainer):
+        pass
+
+    with pytest.raises(PluginError, match=r"^Mixed: .*SkipContractMixin defines 'dataset', which its base class "
+                                          r"TranslationTrainer owns"):
+        check_trainer_class(Mixed, "Mixed")
+
+    class Extended(Pix2pixTrainer):
+        reserved = TranslationTrainer.reserved | {"mine"}
+
+    class Plugin2:
+        @hookimpl
+        def register_trainers(self, register):
+            register("extended", Extended, options=Pix2pixOptions)
+
+    run = Run.create({**config(tmp_path, synth), "trainer": "extended"}, host=nectargan_plugin_host(Plugin2())).fit()
+    assert run.trainer.global_step > 0

@@ -101,7 +101,6 @@ class CycleGANTrainer(TranslationTrainer):
         self.fake_A_pool = self.track("fake_A_pool", ImagePool(cfg.pool.size, self.pool_random, self.device))
         self.fake_B_pool = self.track("fake_B_pool", ImagePool(cfg.pool.size, self.pool_random, self.device))
         self._pools_planned, self._pools_before = False, None
-        self._examples: dict[str, torch.Tensor] | None = None
 
     # -- the step ------------------------------------------------------------
     def discriminator_loss(self, train: Any, judge: torch.nn.Module, real: torch.Tensor,

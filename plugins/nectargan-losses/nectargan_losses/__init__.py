@@ -8,9 +8,12 @@ losses from a ``loss`` config section with :class:`LossManager`.
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import TYPE_CHECKING
 
 from nectargan_core import lazy_exports
+
+__version__ = version("nectargan-losses")
 
 if TYPE_CHECKING:  # the public names, loaded on first access (nectargan_core.lazy_exports reads this block)
     from .manager import LossManager, LossResult
@@ -22,7 +25,8 @@ if TYPE_CHECKING:  # the public names, loaded on first access (nectargan_core.la
                             build_schedule, lr_scheduler, refresh_lr)
 
 __all__ = [
-    "LossManager", "LossResult", "LossSection", "gan_objectives", "validated_options", "LossSpec", "TermSpec",
+    "__version__", "LossManager", "LossResult", "LossSection", "gan_objectives", "validated_options", "LossSpec",
+    "TermSpec",
     "GANObjective", "VanillaGAN", "LSGAN", "HingeGAN", "WGANGP", "gradient_penalty", "per_scale", "ScheduleChoice", "Constant", "Cosine", "Exponential", "Linear",
     "Pix2PixLinear", "Ramp", "Schedule", "Warmup", "build_schedule", "lr_scheduler", "refresh_lr",
 ]

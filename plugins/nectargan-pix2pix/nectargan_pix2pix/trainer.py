@@ -75,7 +75,6 @@ class Pix2pixTrainer(TranslationTrainer):
         self.setup_updates(self._g_train, generator.parameters(), self._d_train, discriminator.parameters())
         self.losses = self.track("losses", LossManager(
             cfg.loss, registry=self.registry, device=self.device, history_every=None))  # the engine logs loss means
-        self._examples: dict[str, torch.Tensor] | None = None
 
     # -- the step ------------------------------------------------------------
     def _optimizer_step(self, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,

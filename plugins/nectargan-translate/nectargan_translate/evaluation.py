@@ -51,21 +51,19 @@ BUILTIN: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {"l1"
 
 
 def metric_functions(names: Iterable[str], registry: Any = None) -> dict[str, tuple[Callable[..., torch.Tensor], str]]:
-    """The function of each metric in ``names``, and its label for messages.
+    """The function of each metric in ``names``, and its label for messages: this plugin's own, else the registered one.
 
-    With a registry, each name resolves as the config's validation resolved
-    it: a bare name two plugins register was refused there, and a run's
-    recorded provider is kept on resume, test and export (so a run's scores
-    never change meaning because a plugin was installed later). Without one,
-    L1, PSNR and SSIM are this plugin's.
+    L1, PSNR and SSIM are always this plugin's (another plugin's metric of the
+    same name is reached by its qualified name, ``dist:l1``), so a run's
+    scores never change meaning because a plugin was installed.
     """
     functions = {}
     for name in names:
-        if registry is not None:
-            component = registry.get("metric", name)  # this plugin's l1 is registered as evaluation:l1
-            functions[name] = component.load(), f"metric '{name}' ({component.provided_by})"
-        elif name in BUILTIN:
+        if name in BUILTIN:
             functions[name] = BUILTIN[name], f"metric '{name}'"
+        elif registry is not None:
+            component = registry.get("metric", name)
+            functions[name] = component.load(), f"metric '{name}' ({component.provided_by})"
         else:
             raise ValueError(f"unknown metric {name!r}; known: {', '.join(METRICS)}")
     return functions

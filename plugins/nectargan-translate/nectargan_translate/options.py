@@ -111,7 +111,9 @@ def registered_metrics(names: list[str], info: ValidationInfo) -> list[str]:
     """``names`` if each is a registered metric (a field validator for a trainer's ``metrics`` list)."""
     registry = registry_from(info)
     for name in names:
-        if registry is not None:  # a bare name that two plugins register is refused, naming both (l1 too)
+        if name in METRIC_NAMES:  # always this plugin's (evaluation.metric_functions), whoever else has the name
+            continue
+        if registry is not None:  # another bare name that two plugins register is refused, naming both
             try:
                 registry.get("metric", name)
             except PluginError as exc:

@@ -56,6 +56,8 @@ class TranslationTrainer(Trainer):
         # what a subclass calls, never redefines
         "setup_data", "dataset", "optional_split", "builtin_dataset", "memory_format", "to_device", "compiled",
         "setup_updates", "translator", "eval_loader", "example_source",
+        # the example images, cached by example_batch
+        "_examples",
     })
     """This class's state and helpers: a subclass that defines one of these names, or assigns one, is refused in
     one line. A subclass may override ``train_dataloader``, ``example_indices``, ``example_batch``,
@@ -188,7 +190,7 @@ class TranslationTrainer(Trainer):
 
         if isinstance(self.train_set, (PairedDataset, UnpairedDataset)):
             return build_dataloader(self.train_set, device=self.device)
-        batch_size = batch_size_of(self.config.data.options, "train") or getattr(self.train_set, "batch_size", 1)
+        batch_size = int(batch_size_of(self.config.data.options, "train") or getattr(self.train_set, "batch_size", 1))
         sampler = ResumableSampler(len(self.train_set), seed=self.config.run.seed)
         return DataLoader(self.train_set, batch_size=batch_size, sampler=sampler)
 
@@ -287,7 +289,7 @@ class TranslationTrainer(Trainer):
                 accumulator.update(fake, self.to_device(batch["B"]))
         accumulator.reduce(self.dist, self.device)  # the whole split's sums, in every process
         metrics = accumulator.compute()
-        if getattr(cfg, "early_stop_metric", None) is not None:
+        if isinstance(cfg, ValidationSection) and cfg.early_stop_metric is not None:
             key = cfg.early_stop_metric.removeprefix("val/")
             self.early_stopping.update(metrics[key], key, cfg.early_stop_mode, cfg.early_stop_min_delta,
                                        self.registry)
