@@ -182,3 +182,20 @@ def test_a_direction_the_checkpoint_lacks_is_one_line(tmp_path):
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert result.stderr.strip() == (f"error: {checkpoint}: --direction BtoA: this 'pix2pix' checkpoint has a "
                                      "generator for AtoB only")
+
+
+@pytest.mark.parametrize("layout, problem", [
+    ({}, "{root}/trainA: folder does not exist; the unpaired layout needs trainA/ and trainB/ side by side"),
+    ({"trainA": [], "trainB": []}, "{root}/trainA: no images (looked for .bmp, .jpeg, .jpg, .png, .tif, .tiff, "
+                                   ".webp)"),
+])
+def test_a_dataset_that_cannot_train_is_refused_before_the_run_directory(tmp_path, layout, problem):
+    """As pix2pix: a missing or empty domain folder is one line naming it, exit 2, and no run directory."""
+    root = tmp_path / "data"
+    for folder in layout:
+        (root / folder).mkdir(parents=True)
+    refused = run_cli("train", "--trainer", "cyclegan", "--set", f"data.root={root}", "--set", "run.device=cpu",
+                      "--set", "run.output_dir=runs", cwd=tmp_path)
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.strip() == "error: data.root: " + problem.format(root=root)
+    assert not (tmp_path / "runs").exists()

@@ -61,13 +61,34 @@ def check_data(config: Any) -> None:
 
 def check_best_metric(config: Any) -> None:
     """``checkpoint.best_metric`` names one of the metrics validation computes (else best.pt would never be written)."""
-    key = config.checkpoint.best_metric
-    metrics = list(getattr(getattr(config, "validation", None), "metrics", None) or [])
+    from .options import ValidationSection
+
+    key, validation = config.checkpoint.best_metric, getattr(config, "validation", None)
+    if not isinstance(validation, ValidationSection):  # another trainer's validation names its metrics its own way
+        return
+    metrics = list(validation.metrics)
     if not key or not metrics or key.removeprefix("val/") in metrics:
         return
     choices = ", ".join(f"val/{name}" for name in metrics)
     raise ConfigError(f"checkpoint.best_metric: '{key}' is not among the metrics validation computes ({choices}); "
                       f"choose one of them, or add it to validation.metrics")
+
+
+def check_unpaired_data(config: Any) -> None:
+    """The unpaired dataset's folder and its trainA/ and trainB/ exist and hold images (listed, not read)."""
+    from .data.domains import inspect_domains
+    from .data.unpaired_options import parse_unpaired
+
+    data = config.data
+    if data.name != "unpaired":
+        return
+    if not data.options.get("root"):
+        raise ConfigError("data.root: no dataset folder given; set data.root to a folder holding trainA/ and "
+                          "trainB/ (make a synthetic one with: nectargan data synth --unpaired data/synth)")
+    options = parse_unpaired(data.options)
+    report = inspect_domains(options.root, options.folder("train"), verify="none")
+    if report.problems:
+        raise ConfigError(f"data.root: {report.problems[0]}")
 
 
 def check_precision(config: Any) -> None:

@@ -85,6 +85,17 @@ class TranslationTrainer(Trainer):
         a, b = data_channels(config)
         return GeneratorSpec(config.models.generator, *((a, b) if direction == "AtoB" else (b, a)))
 
+    @classmethod
+    def check_config(cls, config: Any, registry: Any) -> None:
+        """Before the run directory exists: precision on this device, ``best_metric``, and the built-in dataset's
+        folder and train split (listed, not read). pix2pix and the guide's trainer also check their networks
+        and the image size (``check_translation_config``)."""
+        from .preflight import check_best_metric, check_data, check_precision, check_unpaired_data
+
+        check_precision(config)
+        check_best_metric(config)
+        (check_data if cls.paired else check_unpaired_data)(config)
+
     # -- set-up ------------------------------------------------------------
     def setup_data(self) -> None:
         """The train set and the val set (None when the data have no val split), as ``train_set`` and ``val_set``.
