@@ -154,3 +154,22 @@ def test_skip_leaves_a_nan_batch_out_of_the_weights_and_the_pools(tmp_path, data
     assert final[2] != random_after  # later steps draw again
     assert all(torch.isfinite(t).all() for net in final[0].values() for t in net.values() if t.is_floating_point())
     assert "non-finite loss" in capsys.readouterr().err
+
+
+def test_the_start_summary_says_what_defines_the_run(tmp_path, data):
+    """As pix2pix's: the networks with parameter counts, the data per domain and split, the objective and the
+    pools, precision, optimizer and LR schedule; the grids name their columns."""
+    run = Run.create(cyclegan_config(tmp_path, data))
+    run.trainer.prepare()
+    rows = run.trainer.describe()
+    assert list(rows)[:9] == ["trainer", "device", "precision", "networks", "data", "loss", "optimizer",
+                              "lr schedule", "schedule"]
+    count = lambda name: f"{sum(p.numel() for p in getattr(run.trainer, name).parameters()):,} parameters"
+    assert rows["networks"].startswith(f"G_A {count('G_A')}; G_B {count('G_B')}; D_A {count('D_A')}; "
+                                       f"D_B {count('D_B')} (generator ")
+    assert rows["data"] == f"unpaired {data}: 6 A + 6 B train / 3 A + 3 B val"
+    loss = run.trainer.config.loss
+    assert rows["loss"].startswith(f"{loss.gan_mode} both ways, cycle {loss.lambda_A:g}|rec_A - A| + "
+                                   f"{loss.lambda_B:g}|rec_B - B|")
+    assert rows["optimizer"].startswith("Adam (") and "lr G 0.0002, D 0.0002" in rows["optimizer"]
+    assert run.trainer.example_columns == ("real", "translated", "reconstructed")

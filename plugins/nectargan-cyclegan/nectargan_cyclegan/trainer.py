@@ -102,6 +102,20 @@ class CycleGANTrainer(TranslationTrainer):
         self.fake_B_pool = self.track("fake_B_pool", ImagePool(cfg.pool.size, self.pool_random, self.device))
         self._pools_planned, self._pools_before = False, None
 
+    def describe(self) -> dict[str, str]:
+        """The translation rows with CycleGAN's objective and image pools after the networks."""
+        rows = super().describe()
+        loss, pool = self.config.loss, self.config.pool.size
+        objective = (f"{loss.gan_mode} both ways, cycle {loss.lambda_A:g}|rec_A - A| + {loss.lambda_B:g}|rec_B - B|"
+                     + (f", identity {loss.lambda_identity:g} x the cycle weights" if loss.lambda_identity else ""))
+        pools = f"D judges fakes from pools of {pool} images" if pool else "no image pools (D judges the current fakes)"
+        ordered = {}
+        for key, value in rows.items():
+            ordered[key] = value
+            if key == "data":
+                ordered["loss"] = f"{objective}; {pools}"
+        return ordered
+
     # -- the step ------------------------------------------------------------
     def discriminator_loss(self, train: Any, judge: torch.nn.Module, real: torch.Tensor,
                            fake: torch.Tensor) -> torch.Tensor:

@@ -192,6 +192,53 @@ class TranslationTrainer(Trainer):
         """The tracked generator of ``direction`` (see ``generators``): what validation and the examples run."""
         return self.stateful[self.generators[direction]]
 
+    # -- what defines the run --------------------------------------------------
+    def describe(self) -> dict[str, str]:
+        """The engine's rows with the translation ones: precision, every tracked network with its parameter
+        count, the data per split, the optimizers and LR schedule, and the example images.
+
+        pix2pix adds its own, richer rows (its loss spec, the discriminator's receptive field).
+        """
+        from nectargan_losses import build_schedule
+
+        base = super().describe()
+        section = self.config.precision
+        precision = f"{self.precision.name} (precision.amp: {section.amp})"
+        if section.channels_last:
+            precision += ", channels_last"
+        if section.compile != "off":
+            precision += f", torch.compile {section.compile} ({section.compile_backend})"
+        networks = "; ".join(f"{name} {sum(p.numel() for p in module.parameters()):,} parameters"
+                             for name, module in self.stateful.items() if isinstance(module, torch.nn.Module))
+        models = self.config.models
+        data = self.config.data
+        def size(dataset: Any) -> str:  # two domains: images of each (pairs are drawn up to the larger)
+            domains = getattr(dataset, "paths", None) if dataset is not None else None
+            if isinstance(domains, dict) and set(domains) == {"A", "B"}:
+                return f"{len(domains['A'])} A + {len(domains['B'])} B"
+            return str(len(dataset)) if dataset is not None else "no"
+
+        sizes = " / ".join(f"{size(dataset)} {split}"
+                           for split, dataset in (("train", self.train_set), ("val", self.val_set)))
+        optim = self.config.optim
+        defaults = self.opt_g.defaults
+        kernel = "fused" if defaults.get("fused") else "foreach" if defaults.get("foreach") else "single"
+        schedule = build_schedule(optim.lr_schedule.model_dump(), self.registry, epochs=self.config.loop.epochs)
+        rows = {"trainer": base["trainer"], "device": base["device"], "precision": precision,
+                "networks": f"{networks} (generator {models.generator.name}, discriminator "
+                            f"{models.discriminator.name})",
+                "data": f"{data.name} {data.options.get('root') or ''}: {sizes}".replace(" :", ":"),
+                "optimizer": f"Adam ({kernel}), lr G {optim.lr_g:g}, D {optim.lr_d:g}, "
+                             f"betas ({optim.beta1:g}, {optim.beta2:g})",
+                "lr schedule": f"{optim.lr_schedule.name}: {schedule!r}, stepped per {self.lr_units[0]}",
+                "schedule": base["schedule"]}
+        if self.config.examples.every_epochs:
+            dataset, indices, split = self.example_source
+            rows["examples"] = (f"{len(indices)} {split} images of {len(dataset)}, every "
+                                f"{self.config.examples.every_epochs} epoch(s)")
+        rows.update({key: value for key, value in base.items() if key not in rows})
+        return rows
+
     # -- loading -------------------------------------------------------------
     def train_dataloader(self) -> DataLoader:
         """The built-in dataset's resumable loader; another plugin's dataset in a plain DataLoader, resumable too."""
