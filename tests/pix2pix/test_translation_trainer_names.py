@@ -72,7 +72,7 @@ def test_the_reserved_names_are_what_the_base_sets_up_and_offers():
     helpers = {name for name, value in vars(TranslationTrainer).items()
                if not name.startswith("_") and (callable(value) or isinstance(value, property))}
     overridable = {"train_dataloader", "validate", "write_examples", "example_batch", "example_indices",
-                   "on_epoch_end", "on_load_checkpoint"}
+                   "on_epoch_end", "on_load_checkpoint", "check_config", "describe", "generator_spec"}
     assert helpers - overridable <= reserved
 
 

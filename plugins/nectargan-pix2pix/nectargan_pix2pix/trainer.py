@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from nectargan_core import ConfigError, hookimpl, optimizer_step
+from nectargan_core import ConfigError, Trainer, hookimpl, optimizer_step
 from nectargan_losses import LossManager
 from nectargan_translate import (TranslationTrainer, build_discriminator, build_generator, check_translation_config,
                                  is_conditional)
@@ -141,4 +141,4 @@ class Pix2pixTrainer(TranslationTrainer):
 
     def describe(self) -> dict[str, str]:
         """Networks with parameter counts, data per split, precision, loss, optimizer and examples."""
-        return pix2pix_rows(self, super().describe())
+        return pix2pix_rows(self, Trainer.describe(self))  # the engine's rows; pix2pix's replace the base's

@@ -60,8 +60,9 @@ class TranslationTrainer(Trainer):
         "_examples",
     })
     """This class's state and helpers: a subclass that defines one of these names, or assigns one, is refused in
-    one line. A subclass may override ``train_dataloader``, ``example_indices``, ``example_batch``,
-    ``write_examples``, ``validate``, ``on_load_checkpoint`` and ``on_epoch_end`` (calling the base's)."""
+    one line. A subclass may override ``check_config``, ``generator_spec``, ``describe``, ``train_dataloader``,
+    ``example_indices``, ``example_batch``, ``write_examples``, ``validate``, ``on_load_checkpoint`` and
+    ``on_epoch_end`` (calling the base's)."""
     #: Every process validates its share of the val split; the sums are reduced.
     distributed_validation = True
     #: The columns of a paired trainer's example grids.
