@@ -45,13 +45,14 @@ if TYPE_CHECKING:  # the public names loaded on first access (lazy_exports reads
     from .sampling import ResumableSampler
     from .distributed import Distributed
     from .capabilities import NONFINITE_SKIP
+    from .precision import Precision
     from .device import resolve_device
-    from .stepgraph import planned as step_graphs_planned
+    from .graphmode import planned as step_graphs_planned
     from .signals import leave_stopping_to_main, stop_signalled
     # config
     from .config import (DEVICE_PATTERN, ComponentChoice, CoreConfig, Section, choice_of, describe_errors, dump_yaml,
-                         load_config, name_of, parse_override_value, parts_of, plain_name, registry_from,
-                         validate_config)
+                         load_config, name_of, parse_override_value, parts_of, plain_name, PrecisionSection,
+                         registry_from, validate_config)
     from .limits import (BATCH_OPTION, FRACTION_OPTION, IMAGE_SIDE_OPTION, IMAGE_WHY, MAX_IMAGE_SIDE, MAX_SECONDS,
                          SECONDS_WHY, SEED_OPTION, Batch, BoundedFloat, BoundedInt, ImageSide, Seconds, Workers,
                          at_most)
@@ -71,19 +72,19 @@ __all__ = [
     "write_report", "CHECKPOINT_FORMAT", "load_checkpoint", "restoring", "save_checkpoint",
     "sha256_of", "state_problem", "read_metrics", "metric_direction", "metric_improved", "repeated_terms",
     "Trainer", "Step", "TrainerKit", "Update", "optimizer_step", "AccumulationGroup", "ResumableSampler",
-    "Distributed", "NONFINITE_SKIP", "resolve_device", "step_graphs_planned",
+    "Distributed", "NONFINITE_SKIP", "Precision", "resolve_device", "step_graphs_planned",
     "leave_stopping_to_main", "stop_signalled",
     "DEVICE_PATTERN", "ComponentChoice", "CoreConfig", "Section", "choice_of", "describe_errors", "dump_yaml",
-    "load_config", "name_of", "parse_override_value", "parts_of", "plain_name", "registry_from", "validate_config",
+    "load_config", "name_of", "parse_override_value", "parts_of", "plain_name", "PrecisionSection", "registry_from", "validate_config",
     "BATCH_OPTION", "FRACTION_OPTION", "IMAGE_SIDE_OPTION", "IMAGE_WHY", "MAX_IMAGE_SIDE", "MAX_SECONDS",
     "SECONDS_WHY", "SEED_OPTION", "Batch", "BoundedFloat", "BoundedInt", "ImageSide", "Seconds", "Workers", "at_most",
     "atomic_write", "atomic_write_text", "commit_files", "commit_folder", "describe_os_error", "new_folder",
     "pid_alive", "staging", "sweep_stale_temps", "temp_path", "file_kind", "printable", "printable_lines",
 ]
 
-_exported, _listed = lazy_exports(__name__, __file__)
-#: Names that moved away, kept for one release with a DeprecationWarning: name -> (module, attribute, new home).
-_DEPRECATED = {"GeneratorSpec": ("nectargan_core.generators", "GeneratorSpec", "nectargan_translate.GeneratorSpec")}
+#: Names that moved away, kept for one release with a DeprecationWarning: name -> (object, new home).
+_DEPRECATED = {"GeneratorSpec": ("nectargan_core.generators:GeneratorSpec", "nectargan_translate.GeneratorSpec")}
+_exported, _listed = lazy_exports(__name__, __file__, moved=_DEPRECATED)
 
 
 def __dir__() -> list[str]:
@@ -96,12 +97,4 @@ def __getattr__(name: str) -> Any:
 
         globals()[name] = value = version("nectargan-core")
         return value
-    if name in _DEPRECATED:
-        import importlib
-        import warnings
-
-        module, attr, instead = _DEPRECATED[name]
-        warnings.warn(f"nectargan_core.{name} is deprecated and goes in the next release: import {instead}",
-                      DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(module), attr)
     return _exported(name)

@@ -48,6 +48,7 @@ from .capabilities import NONFINITE_SKIP
 from .update import Update, unique_parameters
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .precision import Precision
     from .trainer import Trainer
 
 
@@ -131,6 +132,7 @@ class TrainerKit:
         #: (step-unit LR schedules), else None.
         self._deferred: list[Any] | None = None
         self._capturable: list[tuple[dict[str, Any], Any]] = []
+        self._precision: "Precision | None" = None
 
     # -- the declaration -----------------------------------------------------
     def __set_name__(self, owner: type, name: str) -> None:
@@ -158,6 +160,35 @@ class TrainerKit:
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ValueError(f"TrainerKit.accumulate must be an int >= 1 (got {every!r})")
         self._accumulate = every
+
+    # -- precision --------------------------------------------------------------
+    @property
+    def precision(self) -> "Precision":
+        """The run's precision policy (:class:`nectargan_core.Precision`), decided on first read.
+
+        From the config's ``precision.amp`` (a config without it: full
+        precision); ``auto`` takes bf16 on CUDA only where the engine will
+        replay the step as a CUDA graph. Read it in ``setup`` after setting
+        :attr:`accumulate` and before making the optimizers' scalers.
+        """
+        if self._precision is None:
+            from .precision import Precision
+
+            self._precision = Precision.for_trainer(self._bound("read the precision"), accumulate=self._accumulate)
+        return self._precision
+
+    def autocast(self) -> Any:
+        """A context to run forward passes in: autocast to the run's mixed-precision dtype, or a no-op at fp32.
+
+        ``with self.kit.autocast(): fake = self.g_train(a)``. Losses may be
+        computed inside it; backward passes (``update.backward``) go outside.
+        """
+        return self.precision.autocast()
+
+    def scaler(self) -> "torch.amp.GradScaler":
+        """A new GradScaler for one optimizer: active under fp16 (each optimizer needs its own loss scale), a
+        no-op with the same interface otherwise. Track it (``self.track``) and pass it to :meth:`update`."""
+        return self.precision.scaler()
 
     def update(self, networks: torch.nn.Module | Sequence[torch.nn.Module], optimizer: torch.optim.Optimizer, *,
                scaler: "torch.amp.GradScaler | None" = None, scheduler: Any = None,

@@ -54,7 +54,8 @@ def _type_checking_imports(package: str, init_file: str) -> dict[str, tuple[str,
     return table
 
 
-def lazy_exports(package: str, init_file: str) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+def lazy_exports(package: str, init_file: str, *, moved: dict[str, tuple[str, str]] | None = None,
+                 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The module ``__getattr__`` and ``__dir__`` (PEP 562) of a package whose public names load on first access.
 
     The package lists its public names once, as imports under ``if TYPE_CHECKING:``
@@ -67,10 +68,25 @@ def lazy_exports(package: str, init_file: str) -> tuple[Callable[[str], Any], Ca
             from .data.paired import PairedDataset
 
         __getattr__, __dir__ = lazy_exports(__name__, __file__)
+
+    ``moved``: names that left the public API, kept for one release: ``{name:
+    ("module:attribute", new home)}``; reading one warns (DeprecationWarning,
+    pointing at the caller's line) with the new home, then gives the object.
     """
     table: dict[str, tuple[str, str]] = {}
+    moved = dict(moved or {})
 
     def __getattr__(name: str) -> Any:
+        if name in moved:
+            import warnings
+
+            reference, instead = moved[name]
+            level, frame = 2, sys._getframe(1)  # the caller's line, past a package __getattr__ that wraps this one
+            while frame is not None and frame.f_code.co_filename == init_file:
+                level, frame = level + 1, frame.f_back
+            warnings.warn(f"{package}.{name} is deprecated and goes in the next release: import {instead}",
+                          DeprecationWarning, stacklevel=level)
+            return resolve(reference)
         if not table:
             table.update(_type_checking_imports(package, init_file))
         if name not in table:

@@ -32,6 +32,7 @@ from . import hookspecs, launch
 from .atomic import atomic_write_text, missing_folders, remove_if_empty
 from .checkpoint import load_checkpoint
 from .config import CoreConfig, dump_yaml, load_config, load_file
+from .config.sections import amp_mode, check_amp
 from .device import resolve_device, seed_everything, set_deterministic
 from .distributed import Distributed
 from .errors import CheckpointError, ConfigError, NectarGANError, PluginError
@@ -312,6 +313,7 @@ def check_before_run_dir(config: CoreConfig, host: PluginHost) -> None:
     if isinstance(trainer_cls, type) and issubclass(trainer_cls, Trainer):
         check_trainer_class(trainer_cls, f"trainer '{component.name}' ({component.provided_by})")
         check_graph_mode(config, trainer_cls, device.type)
+        check_amp(amp_mode(config), device.type)
     check = getattr(trainer_cls, "check_config", None)
     if callable(check):
         check(config, registry)

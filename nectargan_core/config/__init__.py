@@ -32,7 +32,7 @@ from .messages import PART_OPTION, allowed_keys, describe_errors, origin_of
 from .choices import ComponentChoice, choice_of, name_of, names_to_dict, parts_of, registry_from, validate_options
 from .overrides import KEY_PATTERN, apply_overrides, parse_override_value, read_override
 from .sections import (DEVICE_PATTERN, MAX_DEVICE_INDEX, MAX_TIMEOUT_S, CheckpointSection, CoreConfig,
-                       DistributedSection, LoopSection, RunSection, Section, plain_name)
+                       DistributedSection, LoopSection, PrecisionSection, RunSection, Section, plain_name)
 from .assembly import build_config_model, derived_keys, validate_config
 from .loading import CONFIG_SUFFIXES, DuplicateKeyError, dump_yaml, load_config, load_file, parse_file
 from .starter import starter_yaml

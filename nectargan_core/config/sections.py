@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, ClassVar, Mapping, Optional
+from typing import Any, ClassVar, Literal, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -167,6 +167,39 @@ class DistributedSection(Section):
     sync_batchnorm: bool = Field(False, description="Convert batch norm layers to SyncBatchNorm (CUDA only)")
     find_unused_parameters: bool = Field(
         False, description="DDP find_unused_parameters (only for models with parameters a step does not use)")
+
+
+AMP_MODES = ("auto", "off", "bf16", "fp16")
+"""The values of ``precision.amp``."""
+
+
+def amp_mode(config: Any) -> str:
+    """The config's ``precision.amp``; ``off`` (full precision) for a trainer whose options have no such key."""
+    return getattr(getattr(config, "precision", None), "amp", "off")
+
+
+def check_amp(mode: str, device_type: str) -> None:
+    """Refuse an autocast mode this device cannot train with (fp16 on a CPU), in one line naming the key."""
+    if mode == "fp16" and device_type == "cpu":
+        raise ConfigError("precision.amp: fp16 autocast is not supported for training on CPU; use bf16 or off")
+
+
+class PrecisionSection(Section):
+    """Numeric precision, memory layout and step capture: the kit's precision policy (``precision.amp``) and the
+    engine's CUDA graphs (``precision.cuda_graphs``) read it; a trainer adds it to its options as ``precision``."""
+
+    amp: Literal["auto", "off", "bf16", "fp16"] = Field(
+        "auto", description="Autocast: auto (cuda: bf16 (fp16 without bf16) when the step is replayed as a CUDA "
+                            "graph, else fp32; cpu and mps: off), off, bf16, fp16")
+    channels_last: bool = Field(False, description="Use the channels_last memory format for networks and batches")
+    compile: Literal["off", "default", "reduce-overhead", "max-autotune"] = Field(
+        "off", description="torch.compile G and D for the training step (a torch.compile mode), or off (eager)")
+    compile_backend: Literal["inductor", "aot_eager", "eager"] = Field(
+        "inductor", description="torch.compile backend when compile is on (aot_eager: no C++ compiler needed)")
+    cuda_graphs: Literal["auto", "on", "off"] = Field(
+        "auto", description="Capture the whole training step as one CUDA graph and replay it: auto (on CUDA where "
+                            "safe: one process, no gradient accumulation, compile off), on (refuse a run where it "
+                            "cannot), off")
 
 
 class CoreConfig(Section):

@@ -11,8 +11,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, Field
 
-from nectargan_core import hookimpl
-from nectargan_core.config import Section
+from nectargan_core import PrecisionSection, Section, hookimpl
 
 
 class KitGanSection(Section):
@@ -43,6 +42,10 @@ class KitGanOptions(BaseModel):
     kitgan: KitGanSection = Field(default_factory=KitGanSection, description="kitgan trainer settings")
 
 
+class KitGanAmpOptions(KitGanOptions):
+    precision: PrecisionSection = Field(default_factory=PrecisionSection, description="Autocast")
+
+
 class PlainSection(Section):
     """The plain trainer's settings."""
 
@@ -57,5 +60,7 @@ class PlainOptions(BaseModel):
 def register_trainers(register):
     register("kitgan", "kitgan_trainer:KitGanTrainer", options=KitGanOptions,
              description="A two-network GAN on vectors, built on the TrainerKit")
+    register("kitgan_amp", "kitgan_trainer:KitGanTrainer", options=KitGanAmpOptions,
+             description="kitgan with a precision section: the kit's autocast follows precision.amp")
     register("plain", "kitgan_trainer:PlainTrainer", options=PlainOptions,
              description="One network, its own optimizer step, no kit")

@@ -85,19 +85,23 @@ class KitGanTrainer(Trainer):
             # 1 while this batch synchronises DDP gradients, 0 under no_sync (not distributed: 1).
             synced = float(not isinstance(self.g_train, DistributedDataParallel)
                            or self.g_train.require_backward_grad_sync)
-            fake = self.g_train(z)
+            with self.kit.autocast():  # the run's precision.amp (none in kitgan's options: a no-op)
+                fake = self.g_train(z)
+            self.forward_dtype = fake.dtype
             with self.update_d:
                 judged = fake.detach() if cfg.detach_fake else fake
-                judged_fake = self.d_train(judged)
-                real = self.d_train(x)
+                with self.kit.autocast():
+                    judged_fake, real = self.d_train(judged).float(), self.d_train(x).float()
                 if poisoned and cfg.nan_in == "gradients":  # D's loss stays finite, its gradients do not
                     real.register_hook(lambda grad: grad * float("nan"))
                 d_loss = F.softplus(judged_fake).mean() + F.softplus(-real).mean() + nan
                 self.update_d.backward(d_loss)
             with self.update_g:
-                g_loss = F.l1_loss(fake, x) + nan
+                g_loss = F.l1_loss(fake.float(), x) + nan
                 if cfg.g_adv:  # judged by the bare D: a DDP module must not run forward without its backward
-                    g_loss = g_loss + cfg.g_adv * F.softplus(-self.discriminator(fake)).mean()
+                    with self.kit.autocast():
+                        judged = self.discriminator(fake).float()
+                    g_loss = g_loss + cfg.g_adv * F.softplus(-judged).mean()
                 self.update_g.backward(g_loss)
         if cfg.kill_at_step == self.global_step + 1:  # after the updates, before the engine counts the step
             os.kill(os.getpid(), signal.SIGKILL)

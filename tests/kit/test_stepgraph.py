@@ -20,8 +20,9 @@ import torch
 import kitgan_plugin
 from nectargan_core import Run
 from nectargan_core.errors import ConfigError, TrainingError
-from nectargan_core.stepgraph import (MAX_GRAPHS, MAX_GRAPHS_PER_SHAPE, MAX_RECAPTURES, WARMUP_STEPS, GraphDecision, StepGraphs,
-                                      batch_signature, clone_outputs, decide, optimizer_key, planned)
+from nectargan_core.graphmode import WARMUP_STEPS, GraphDecision, decide, planned
+from nectargan_core.stepgraph import (MAX_GRAPHS, MAX_GRAPHS_PER_SHAPE, MAX_RECAPTURES, StepGraphs, batch_signature,
+                                      clone_outputs, optimizer_key)
 
 
 # -- the decision ------------------------------------------------------------------

@@ -30,6 +30,7 @@ DOCUMENTED = {
     "learning_rates": Trainer.learning_rates, "request_stop": Trainer.request_stop,
     "TrainerKit": TrainerKit, "update": TrainerKit.update, "step": TrainerKit.step,
     "step_epoch_schedulers": TrainerKit.step_epoch_schedulers,
+    "autocast": TrainerKit.autocast, "scaler": TrainerKit.scaler,
     "backward": Update.backward, "step ": Update.step, "optimizer_step": optimizer_step,
     "AccumulationGroup.of": AccumulationGroup.of, "choice_of": choice_of, "ResumableSampler": ResumableSampler,
     "set_epoch": ResumableSampler.set_epoch, "skip": ResumableSampler.skip, "shard": ResumableSampler.shard,

@@ -234,3 +234,27 @@ def test_lazy_exports_reads_a_zip_imported_package_and_a_submodule_export(tmp_pa
     assert zippkg.tools is sys.modules["zippkg.tools"]
     for name in ("zippkg", "zippkg.tools"):
         sys.modules.pop(name)
+
+
+@pytest.mark.parametrize("package", ["nectargan_core", "nectargan_translate"])
+def test_every_deprecated_name_warns_gives_its_new_object_and_is_listed_on_the_compatibility_page(package):
+    import importlib
+    import warnings
+
+    module = importlib.import_module(package)
+    section = (ROOT / "docs" / "plugins" / "compatibility.md").read_text().split("## Deprecated names")[1]
+    section = section.split("\n## ")[0]
+    assert module._DEPRECATED
+    for name, (reference, instead) in module._DEPRECATED.items():
+        assert name not in module.__all__
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            value = getattr(module, name)
+        assert [(w.category, w.filename) for w in caught] == [(DeprecationWarning, __file__)]
+        assert str(caught[0].message) == (f"{package}.{name} is deprecated and goes in the next release: "
+                                          f"import {instead}")
+        new = instead.split(" ")[0]
+        if reference.replace(":", ".") == new:  # moved as it is: the new name gives the same object
+            home, _, attr = new.rpartition(".")
+            assert value is getattr(importlib.import_module(home), attr)
+        assert f"- `{package}.{name}`: import `{new}`" in section

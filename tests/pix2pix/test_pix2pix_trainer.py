@@ -245,7 +245,7 @@ def test_validation_reads_max_batches_and_each_rank_its_share(synth, tmp_path):
 
 @pytest.mark.parametrize("fast, warned", [(False, True), (True, False)])
 def test_bf16_on_a_cpu_without_bf16_kernels_warns(monkeypatch, capsys, fast, warned):
-    from nectargan_translate import precision
+    import nectargan_core.precision as precision
 
     monkeypatch.setattr(precision, "cpu_has_fast_bf16", lambda: fast)
     assert precision.resolve_amp("bf16", torch.device("cpu")) is torch.bfloat16
@@ -259,7 +259,7 @@ def test_bf16_on_a_cpu_without_bf16_kernels_warns(monkeypatch, capsys, fast, war
     (False, True, None), (True, True, torch.bfloat16), (True, False, torch.float16)])
 def test_amp_auto_on_cuda_is_mixed_only_for_a_replayed_step(monkeypatch, graphs, bf16, expected):
     """Measured on an H200: eager bf16 steps were slower than fp32 at 256x1 and 256x16, replayed ones faster."""
-    from nectargan_translate import precision
+    import nectargan_core.precision as precision
 
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: bf16)
     assert precision.resolve_amp("auto", torch.device("cuda"), graphs=graphs) is expected

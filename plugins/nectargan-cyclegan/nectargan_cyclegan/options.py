@@ -19,10 +19,9 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
-from nectargan_core import Section, choice_of, registry_from
+from nectargan_core import PrecisionSection, Section, choice_of, registry_from
 from nectargan_losses import ScheduleChoice
-from nectargan_translate import (RUN_LENGTH_LR, ExamplesSection, PrecisionSection, TestSection, UnpairedDataChoice,
-                                 registered_metrics)
+from nectargan_translate import RUN_LENGTH_LR, ExamplesSection, TestSection, UnpairedDataChoice, registered_metrics
 
 GeneratorChoice = choice_of("model", default="resnet_9blocks")
 DiscriminatorChoice = choice_of("model", default="patchgan_70")

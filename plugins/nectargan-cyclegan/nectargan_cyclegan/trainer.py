@@ -160,7 +160,7 @@ class CycleGANTrainer(TranslationTrainer):
 
     @hookimpl
     def train_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, Any]:
-        cfg, autocast, gan = self.config.loss, self.precision.autocast, self.objective
+        cfg, autocast, gan = self.config.loss, self.kit.autocast, self.objective
         real_a, real_b = self.to_device(batch["A"]), self.to_device(batch["B"])
         if not self._pools_planned:  # called on its own (a test, a benchmark), not by the engine
             self._plan_pools(batch)
@@ -217,7 +217,7 @@ class CycleGANTrainer(TranslationTrainer):
 
     def translate(self, real_a: torch.Tensor, real_b: torch.Tensor) -> dict[str, torch.Tensor]:
         """fake_B, rec_A, fake_A and rec_B of a batch (call under :meth:`_evaluating`)."""
-        with self.precision.autocast():
+        with self.kit.autocast():
             fake_b = self.G_A(real_a)
             fake_a = self.G_B(real_b)
             return {"fake_B": fake_b, "rec_A": self.G_B(fake_b), "fake_A": fake_a, "rec_B": self.G_A(fake_a)}
@@ -255,7 +255,7 @@ class CycleGANTrainer(TranslationTrainer):
                 accumulator = MetricAccumulator(cfg.metrics, self.registry)
                 for batch in self._domain_loader(domain, cfg.max_batches):
                     real = self.to_device(batch["image"])
-                    with self.precision.autocast():
+                    with self.kit.autocast():
                         reconstructed = back(forth(real))
                     accumulator.update(reconstructed, real)
                 accumulator.reduce(self.dist, self.device)  # the whole split's sums, in every process

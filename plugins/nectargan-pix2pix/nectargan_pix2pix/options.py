@@ -11,10 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from nectargan_core import Registry
+from nectargan_core import PrecisionSection, Registry
 from nectargan_losses import LossSection
 from nectargan_translate import (DISCRIMINATOR_CHANNELS, GENERATOR_CHANNELS, DataChoice, ExamplesSection, ModelsSection,
-                                 OptimSection, PrecisionSection, TestSection, ValidationSection, data_channels)
+                                 OptimSection, TestSection, ValidationSection, data_channels)
 
 
 class Pix2pixOptions(BaseModel):

@@ -103,7 +103,7 @@ class Pix2pixTrainer(TranslationTrainer):
 
     @hookimpl
     def train_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, Any]:
-        optim, losses, autocast = self.config.optim, self.losses, self.precision.autocast
+        optim, losses, autocast = self.config.optim, self.losses, self.kit.autocast
         real_a, real_b = self.to_device(batch["A"]), self.to_device(batch["B"])
         losses.set_position(self.epoch, self.global_step)
         logs: dict[str, Any] = {}

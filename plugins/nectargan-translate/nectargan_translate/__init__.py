@@ -28,15 +28,14 @@ if TYPE_CHECKING:  # the public names, loaded on first access (nectargan_core.la
     from .contracts import batch_size_of, check_dataset_item, is_conditional
     # option sections and presets shared by translation trainers
     from .options import (DISCRIMINATOR_CHANNELS, GENERATOR_CHANNELS, RUN_LENGTH_LR, DataChoice, ExamplesSection,
-                          ModelsSection, OptimSection, PrecisionSection, TestSection, UnpairedDataChoice,
-                          ValidationSection, data_channels, registered_metrics)
+                          ModelsSection, OptimSection, TestSection, UnpairedDataChoice, ValidationSection,
+                          data_channels, registered_metrics)
     from .presets import reference_recipe
     from .preflight import check_config as check_translation_config
     from .preflight import training_size
-    # the trainers' base, networks, precision, compilation and the training helpers
+    # the trainers' base, networks, compilation and the training helpers
     from .trainer import TranslationTrainer
     from .networks import build_discriminator, build_generator, build_network
-    from .precision import Precision
     from .compilation import compile_for_training
     from .training import EarlyStopping, check_sync_batchnorm, make_adam, make_lr_schedulers, write_epoch_examples
     # evaluation, example grids and trained generators
@@ -56,9 +55,9 @@ __all__ = [
     "batch_size_of", "check_dataset_item", "is_conditional",
     "DISCRIMINATOR_CHANNELS", "GENERATOR_CHANNELS", "RUN_LENGTH_LR", "DataChoice", "UnpairedDataChoice",
     "ExamplesSection", "ModelsSection",
-    "OptimSection", "PrecisionSection", "TestSection", "ValidationSection", "data_channels", "registered_metrics",
+    "OptimSection", "TestSection", "ValidationSection", "data_channels", "registered_metrics",
     "reference_recipe", "check_translation_config", "training_size",
-    "TranslationTrainer", "build_discriminator", "build_generator", "build_network", "Precision",
+    "TranslationTrainer", "build_discriminator", "build_generator", "build_network",
     "compile_for_training", "EarlyStopping",
     "check_sync_batchnorm", "make_adam", "make_lr_schedulers", "write_epoch_examples",
     "MetricAccumulator", "evaluation_mode", "per_image", "save_grid", "spread_indices", "train_view",
@@ -66,4 +65,9 @@ __all__ = [
     "ExportReport", "Parity", "export_generator",
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__, __file__)
+#: Names that moved away, kept for one release with a DeprecationWarning: name -> (object, new home).
+_DEPRECATED = {
+    "Precision": ("nectargan_core:Precision", "nectargan_core.Precision (a trainer on the kit: self.kit.precision)"),
+    "PrecisionSection": ("nectargan_core:PrecisionSection", "nectargan_core.PrecisionSection"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, __file__, moved=_DEPRECATED)

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Literal, Optional
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from nectargan_core import PluginError, Section, choice_of, metric_direction, registry_from
+from nectargan_core import PluginError, PrecisionSection, Section, choice_of, metric_direction, registry_from
 from nectargan_losses import ScheduleChoice
 
 from .contracts import DatasetChoice
@@ -88,23 +88,6 @@ class OptimSection(Section):
     grad_clip: Optional[float] = Field(None, gt=0, description="Clip each network's gradient norm to this")
     d_every: int = Field(1, ge=1, description="Update D every N steps")
     g_every: int = Field(1, ge=1, description="Update G every N steps (d_every=1, g_every=5: 5 D updates per G)")
-
-
-class PrecisionSection(Section):
-    """Numeric precision and memory layout."""
-
-    amp: Literal["auto", "off", "bf16", "fp16"] = Field(
-        "auto", description="Autocast: auto (cuda: bf16 (fp16 without bf16) when the step is replayed as a CUDA "
-                            "graph, else fp32; cpu and mps: off), off, bf16, fp16")
-    channels_last: bool = Field(False, description="Use the channels_last memory format for networks and batches")
-    compile: Literal["off", "default", "reduce-overhead", "max-autotune"] = Field(
-        "off", description="torch.compile G and D for the training step (a torch.compile mode), or off (eager)")
-    compile_backend: Literal["inductor", "aot_eager", "eager"] = Field(
-        "inductor", description="torch.compile backend when compile is on (aot_eager: no C++ compiler needed)")
-    cuda_graphs: Literal["auto", "on", "off"] = Field(
-        "auto", description="Capture the whole training step as one CUDA graph and replay it: auto (on CUDA where "
-                            "safe: one process, no gradient accumulation, compile off), on (refuse a run where it "
-                            "cannot), off")
 
 
 def registered_metrics(names: list[str], info: ValidationInfo) -> list[str]:

@@ -27,7 +27,6 @@ BUILD_ERRORS = (ValueError, TypeError, NectarGANError)
 
 def check_config(config: Any, registry: Registry) -> None:
     """Raise a one-line :class:`ConfigError` (or ``DatasetError``) for what the config gets wrong."""
-    check_precision(config)
     check_best_metric(config)
     check_data(config)
     generator = meta_network("generator", lambda: build_generator(registry, config), config)
@@ -89,14 +88,6 @@ def check_unpaired_data(config: Any) -> None:
     report = inspect_domains(options.root, options.folder("train"), verify="none")
     if report.problems:
         raise ConfigError(f"data.root: {report.problems[0]}")
-
-
-def check_precision(config: Any) -> None:
-    """fp16 autocast on a CPU run is refused before the run directory exists (as the trainer would, later)."""
-    from nectargan_core import resolve_device
-
-    if config.precision.amp == "fp16" and resolve_device(config.run.device).type == "cpu":
-        raise ConfigError("precision.amp: fp16 autocast is not supported for training on CPU; use bf16 or off")
 
 
 def check_cache_fits(config: Any, options: Any) -> None:

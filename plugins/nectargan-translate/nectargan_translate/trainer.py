@@ -29,7 +29,6 @@ from .evaluation import MetricAccumulator, evaluation_mode
 from .examples import save_grid, spread_indices, train_view
 from .generators import GeneratorSpec
 from .options import ValidationSection, data_channels
-from .precision import Precision
 from .training import EarlyStopping, check_sync_batchnorm, make_adam, make_lr_schedulers, write_epoch_examples
 
 class TranslationTrainer(Trainer):
@@ -88,12 +87,11 @@ class TranslationTrainer(Trainer):
 
     @classmethod
     def check_config(cls, config: Any, registry: Any) -> None:
-        """Before the run directory exists: precision on this device, ``best_metric``, and the built-in dataset's
-        folder and train split (listed, not read). pix2pix and the guide's trainer also check their networks
-        and the image size (``check_translation_config``)."""
-        from .preflight import check_best_metric, check_data, check_precision, check_unpaired_data
+        """Before the run directory exists (after the engine's checks, precision on this device among them):
+        ``best_metric``, and the built-in dataset's folder and train split (listed, not read). pix2pix and the
+        guide's trainer also check their networks and the image size (``check_translation_config``)."""
+        from .preflight import check_best_metric, check_data, check_unpaired_data
 
-        check_precision(config)
         check_best_metric(config)
         (check_data if cls.paired else check_unpaired_data)(config)
 
@@ -180,10 +178,10 @@ class TranslationTrainer(Trainer):
         self.opt_d = self.track(f"opt_{d}", make_adam(d_params, optim.lr_d, optim, self.device))
         self.sched_g, self.sched_d, self.lr_units = make_lr_schedulers(self, self.opt_g, self.opt_d,
                                                                        (f"sched_{g}", f"sched_{d}"))
-        self.precision = Precision.for_trainer(self)
-        self.scaler_g = self.track(f"scaler_{g}", self.precision.scaler())
-        self.scaler_d = self.track(f"scaler_{d}", self.precision.scaler())
         self.kit.accumulate = optim.gradient_accumulation
+        self.precision = self.kit.precision
+        self.scaler_g = self.track(f"scaler_{g}", self.kit.scaler())
+        self.scaler_d = self.track(f"scaler_{d}", self.kit.scaler())
         self.update_d = self.kit.update(d_networks, self.opt_d, scaler=self.scaler_d, clip=optim.grad_clip,
                                         scheduler=self.sched_d, scheduler_unit=self.lr_units[1])
         self.update_g = self.kit.update(g_networks, self.opt_g, scaler=self.scaler_g, clip=optim.grad_clip,
@@ -302,7 +300,7 @@ class TranslationTrainer(Trainer):
         if batch is None:
             return None
         generator = self.translator()
-        with evaluation_mode(generator, self.config.validation.eval_mode), self.precision.autocast():
+        with evaluation_mode(generator, self.config.validation.eval_mode), self.kit.autocast():
             fake = generator(self.to_device(batch["A"]))
         return save_grid(path, batch["A"], fake, batch["B"])
 
@@ -343,7 +341,7 @@ class TranslationTrainer(Trainer):
         accumulator = MetricAccumulator(cfg.metrics, self.registry)
         with evaluation_mode(generator, cfg.eval_mode):
             for batch in self.eval_loader(self.val_set, cfg.max_batches):
-                with self.precision.autocast():
+                with self.kit.autocast():
                     fake = generator(self.to_device(batch["A"]))
                 accumulator.update(fake, self.to_device(batch["B"]))
         accumulator.reduce(self.dist, self.device)  # the whole split's sums, in every process

@@ -1,4 +1,9 @@
-"""Autocast and gradient scaling that work on every device.
+"""The kit's precision policy: autocast and gradient scaling that work on every device.
+
+A trainer on the kit runs its forward passes in ``with self.kit.autocast():``
+and gives each optimizer ``self.kit.scaler()``; the policy is read from the
+config's ``precision.amp`` (a trainer whose config has no ``precision``
+section trains at full precision).
 
 ``amp: auto`` picks what is safe and never the slower choice: on CUDA, bf16
 (fp16 on cards without bf16) when the engine replays the step as a CUDA graph,
@@ -21,7 +26,8 @@ from typing import Any, ContextManager
 
 import torch
 
-from nectargan_core import ConfigError
+from .config.sections import AMP_MODES, amp_mode, check_amp
+from .errors import ConfigError
 
 
 def resolve_amp(mode: str, device: torch.device, *, graphs: bool = False) -> torch.dtype | None:
@@ -35,9 +41,10 @@ def resolve_amp(mode: str, device: torch.device, *, graphs: bool = False) -> tor
         if device.type != "cuda" or not graphs:
             return None  # an eager step: autocast's casts cost more than its faster kernels save
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if mode not in AMP_MODES:
+        raise ConfigError(f"precision.amp: {mode!r} is not one of {', '.join(AMP_MODES)}")
+    check_amp(mode, device.type)
     dtype = torch.bfloat16 if mode == "bf16" else torch.float16
-    if dtype is torch.float16 and device.type == "cpu":
-        raise ConfigError("precision.amp: fp16 autocast is not supported for training on CPU; use bf16 or off")
     if dtype is torch.bfloat16 and device.type == "cpu" and not cpu_has_fast_bf16():
         print("warning: precision.amp: this CPU has no bf16 instructions that oneDNN uses (AVX-512 BF16/AMX); "
               "bf16 convolutions fall back to slow generic kernels (measured 5-36x slower than fp32 here); "
@@ -55,7 +62,8 @@ def cpu_has_fast_bf16() -> bool:
 
 
 class Precision:
-    """Autocast contexts and a GradScaler factory for one device and mode."""
+    """Autocast contexts and a GradScaler factory for one device and mode (a trainer reads its run's as
+    ``self.kit.precision``)."""
 
     def __init__(self, mode: str, device: torch.device, *, graphs: bool = False) -> None:
         self.device = device
@@ -63,21 +71,24 @@ class Precision:
         self.dtype = resolve_amp(mode, device, graphs=graphs)
 
     @classmethod
-    def for_trainer(cls, trainer: Any) -> "Precision":
-        """The precision of ``trainer``'s run: ``precision.amp``, with ``auto`` decided by whether the engine
-        will replay the step as a CUDA graph (:func:`nectargan_core.step_graphs_planned`)."""
-        from nectargan_core import step_graphs_planned
+    def for_trainer(cls, trainer: Any, *, accumulate: int = 1) -> "Precision":
+        """The precision of ``trainer``'s run: ``precision.amp`` (``off`` when its config has no such key), with
+        ``auto`` decided by whether the engine will replay the step as a CUDA graph
+        (:func:`nectargan_core.step_graphs_planned`). ``accumulate``: batches per optimizer step, when the
+        config has no ``optim.gradient_accumulation``."""
+        from .graphmode import planned
 
         config = trainer.config
+        mode = amp_mode(config)
         optim = getattr(config, "optim", None)
-        accumulate = getattr(optim, "gradient_accumulation", 1)
-        graphs = step_graphs_planned(config, trainer.device.type, trainer.dist.world_size, accumulate)
+        accumulate = getattr(optim, "gradient_accumulation", accumulate)
+        graphs = planned(config, trainer.device.type, trainer.dist.world_size, accumulate)
         # What the engine will refuse to capture once the trainer is set up (see nectargan_core.stepgraph):
         # a non-fused Adam under loop.nonfinite: skip, and what the trainer itself declares.
         fused = getattr(optim, "implementation", "auto") in ("auto", "fused")
         if config.loop.nonfinite == "skip" and not fused or trainer.graph_blocker():
             graphs = False
-        return cls(config.precision.amp, trainer.device, graphs=graphs)
+        return cls(mode, trainer.device, graphs=graphs)
 
     @property
     def name(self) -> str:
