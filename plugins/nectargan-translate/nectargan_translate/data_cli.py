@@ -1,4 +1,4 @@
-"""``nectargan data``: make, prepare, check and download paired datasets.
+"""``nectargan data``: make, prepare, check and download datasets; cut photographs into tiles and derive pairs.
 
 Imported by the plugin module at load time, so everything heavier than
 click is imported inside the command functions. None of these commands needs
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import click
 
@@ -93,7 +93,11 @@ def pair(a_dir: Path, b_dir: Path, out_dir: Path, size: Optional[int]) -> None:
 @click.option("--copy", is_flag=True, help="Copy the files instead of moving them.")
 @click.option("--unpaired", is_flag=True, help="DIRECTORY's A/ and B/ are two unpaired piles: split each into "
                                                "trainA/ valA/ testA/ and trainB/ valB/ testB/.")
-def split(directory: Path, val: float, test: float, seed: int, copy: bool, unpaired: bool) -> None:
+@click.option("--group/--no-group", default=None,
+              help="Keep the tiles of one photograph (names from 'data tile': PHOTO__xXyY) in one split. "
+                   "Default: on when every name is a tile's.")
+def split(directory: Path, val: float, test: float, seed: int, copy: bool, unpaired: bool,
+          group: Optional[bool]) -> None:
     """Distribute the images of a flat DIRECTORY (or its A/ and B/) into train/, val/ and test/.
 
     The same names and seed always give the same assignment. With
@@ -112,14 +116,109 @@ def split(directory: Path, val: float, test: float, seed: int, copy: bool, unpai
     from .data.domains import is_unpaired
     from .data.prepare import split_folder, split_unpaired
 
-    if unpaired or is_unpaired(directory):
-        counts = split_unpaired(directory, val=val, test=test, seed=seed, copy=copy)
-        verb = "copied" if copy else "moved"
-        click.echo(f"split {directory} (unpaired): {_counts(counts)} images ({verb})")
-        return
-    counts = split_folder(directory, val=val, test=test, seed=seed, copy=copy)
     verb = "copied" if copy else "moved"
-    click.echo(printable(f"split {sum(counts.values())} images of {directory}: {_counts(counts)} ({verb})"))
+    if unpaired or is_unpaired(directory):
+        counts = split_unpaired(directory, val=val, test=test, seed=seed, copy=copy, group=group)
+        click.echo(printable(f"split {directory} (unpaired): {_counts(counts)} images ({verb})"))
+        return
+    counts, groups = split_folder(directory, val=val, test=test, seed=seed, copy=copy, group=group)
+    kept = f"; the tiles of each photograph kept together: photographs {_counts(groups)}" if groups else ""
+    click.echo(printable(f"split {sum(counts.values())} images of {directory}: {_counts(counts)} ({verb}){kept}"))
+
+
+@data_group.command("tile")
+@click.argument("photos", type=DirPath)
+@click.argument("out_dir", type=DirPath)
+@click.option("--size", type=IMAGE_SIDE_OPTION, default=256, show_default=True,
+              help="Side of each square tile in pixels (the training size).")
+@click.option("--stride", type=IMAGE_SIDE_OPTION, default=None,
+              help="Pixels between tiles of the grid (default: --size, tiles that touch; smaller: overlapping).")
+@click.option("--crops", type=BoundedInt(1, 10_000, "more random crops than that repeat each other"), default=None,
+              help="Instead of a grid, this many random tiles per photograph.")
+@click.option("--min-detail", type=BoundedFloat(0.0, 128.0, "a luminance deviation is at most 127.5"), default=2.0,
+              show_default=True, help="Leave out tiles whose luminance varies less than this (standard deviation "
+                                      "in grey levels, 0-255): sky, walls, margins. 0 keeps every tile.")
+@click.option("--seed", type=SEED_OPTION, default=0, show_default=True, help="Seed of --crops' positions.")
+def tile(photos: Path, out_dir: Path, size: int, stride: Optional[int], crops: Optional[int], min_detail: float,
+         seed: int) -> None:
+    """Cut the photographs in PHOTOS into SIZE x SIZE tiles in OUT_DIR (PNG).
+
+    Each tile is named after its photograph and place (PHOTO__x512y256.png),
+    so 'data split' keeps a photograph's tiles in one split. The last row
+    and column of the grid are flush with the photo's edges; photographs
+    smaller than a tile are named and left out. PHOTOS with train/, val/,
+    test/ is tiled split by split. OUT_DIR appears only when complete.
+
+    \b
+    Examples:
+      nectargan data tile photos tiles --size 256
+      nectargan data tile photos tiles --size 256 --stride 128
+      nectargan data tile photos tiles --size 256 --crops 20 --seed 1
+      nectargan data derive tiles pairs --edges && nectargan data split pairs
+    """
+    from .data.tiles import tile_photos
+
+    report = tile_photos(photos, out_dir, size=size, stride=stride, crops=crops, seed=seed, min_detail=min_detail,
+                         progress=_progress("photographs"))
+    for path in report.small:
+        click.echo(printable(f"note: {path}: smaller than {size}x{size}; left out"), err=True)
+    flat = f", {report.flat} near-empty tile(s) left out (--min-detail {min_detail:g})" if report.flat else ""
+    click.echo(printable(f"wrote {sum(report.tiles.values())} tiles of {size}x{size} from "
+                         f"{sum(report.photos.values())} photograph(s) to {out_dir} ({_counts(report.tiles)}){flat}"))
+
+
+@data_group.command("derive")
+@click.argument("photos", type=DirPath)
+@click.argument("out_dir", type=DirPath)
+@click.option("--edges", "method", flag_value="edges", help="A = the photo's edges (Canny: black lines on white).")
+@click.option("--grey", "method", flag_value="grey", help="A = the photo in greyscale (colourisation).")
+@click.option("--blur", "method", flag_value="blur", help="A = the photo blurred (deblurring); radius: --sigma.")
+@click.option("--downscale", "method", flag_value="downscale",
+              help="A = the photo shrunk by --factor and scaled back (super-resolution).")
+@click.option("--jpeg", "method", flag_value="jpeg", help="A = the photo saved as JPEG at --quality (artefacts).")
+@click.option("--mask", "method", flag_value="mask", help="A = the photo with --holes grey rectangles (inpainting).")
+@click.option("--sigma", type=BoundedFloat(0.0, 64.0, "a wider blur erases the image"), default=None,
+              help="--edges: smoothing before the gradient (default 1.4); --blur: the blur's radius (default 2).")
+@click.option("--low", type=BoundedFloat(0.0, 1500.0, "a Sobel gradient of 8-bit pixels stays below 1443"),
+              default=40.0, show_default=True, help="--edges: weak-edge threshold on the gradient magnitude.")
+@click.option("--high", type=BoundedFloat(0.0, 1500.0, "a Sobel gradient of 8-bit pixels stays below 1443"),
+              default=100.0, show_default=True, help="--edges: strong-edge threshold on the gradient magnitude.")
+@click.option("--factor", type=BoundedInt(2, 16, "a 16x smaller image keeps almost nothing"), default=4,
+              show_default=True, help="--downscale: how many times smaller.")
+@click.option("--quality", type=BoundedInt(1, 95, "JPEG quality runs from 1 to 95"), default=20,
+              show_default=True, help="--jpeg: the JPEG quality.")
+@click.option("--holes", type=BoundedInt(1, 64, "more holes than that cover the image"), default=3,
+              show_default=True, help="--mask: rectangles per image, each 1/8 to 1/4 of the sides.")
+@click.option("--seed", type=SEED_OPTION, default=0, show_default=True, help="Seed of --mask's holes.")
+def derive(photos: Path, out_dir: Path, method: Optional[str], sigma: Optional[float], low: float, high: float,
+           factor: int, quality: int, holes: int, seed: int) -> None:
+    """Make a paired dataset from photographs alone: A computed from each photo, B the photo.
+
+    Writes OUT_DIR/NAME.png = A|B (the aligned layout; PHOTOS with train/,
+    val/, test/ keeps them), the same size as the photo, deterministic for
+    the same photos, options and seed. Train AtoB to learn the task: edges
+    to photos, grey to colour, blurred to sharp, small to large, compressed
+    to clean, holes to whole. OUT_DIR appears only when complete.
+
+    \b
+    Examples:
+      nectargan data derive tiles pairs --edges
+      nectargan data derive tiles pairs --edges --low 20 --high 60
+      nectargan data derive tiles pairs --downscale --factor 4
+      nectargan data derive tiles pairs --jpeg --quality 10
+    """
+    from .data.derive import Derivation, derive_pairs
+
+    if method is None:
+        raise click.UsageError("choose what A is: one of --edges, --grey, --blur, --downscale, --jpeg, --mask")
+    if sigma is None:
+        sigma = 2.0 if method == "blur" else 1.4
+    derivation = Derivation(method, low=low, high=high, sigma=sigma, factor=factor, quality=quality, holes=holes,
+                            seed=seed)
+    report = derive_pairs(photos, out_dir, derivation, progress=_progress("photographs"))
+    click.echo(printable(f"wrote {sum(report.pairs.values())} aligned pairs to {out_dir} ({_counts(report.pairs)}); "
+                         f"A: {derivation.describe()}, B: the photograph; check them with: nectargan data check "
+                         f"{out_dir}"))
 
 
 @data_group.command("check")
@@ -248,6 +347,19 @@ def download(name: str, url: Optional[str], dest: Path, sha256: Optional[str], d
         click.echo(err=True)
     click.echo(printable(f"downloaded {name} to {folder} (sha256 {digest}); "
                          f"check it with: nectargan data check {folder}"))
+
+
+def _progress(what: str) -> Optional[Callable[[int, int], None]]:
+    """A one-line progress counter on an interactive stderr (``3/40 photographs``), else None."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        click.echo(f"\r  {done}/{total} {what}", nl=False, err=True)
+        if done == total:
+            click.echo(err=True)
+
+    return show
 
 
 def _show_progress(done: int, total: Optional[int]) -> None:

@@ -14,7 +14,7 @@ import errno
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal, Optional, Sequence
 
 from nectargan_core import file_kind
 
@@ -42,6 +42,32 @@ def list_images(folder: Path) -> list[Path]:
         path for path in folder.iterdir()
         if path.is_file() and not path.name.startswith(".") and path.suffix.lower() in IMAGE_EXTENSIONS
     )
+
+
+def photo_folders(source: Path, splits: Sequence[str], purpose: str) -> dict[str, list[Path]]:
+    """The images the photo tools (``data tile``, ``data derive``) read, by split: ``{split: images}`` when
+    ``source`` holds split folders, else ``{"": images}``; a one-line DatasetError for a missing folder, an
+    entry named like an image that is no file, two images whose names differ only in the extension (both
+    would be written under one name), or no image at all."""
+    if not source.is_dir():
+        raise DatasetError(f"{source}: folder does not exist")
+    present = [s for s in splits if (source / s).is_dir()]
+    folders = {s: source / s for s in present} if present else {"": source}
+    listed: dict[str, list[Path]] = {}
+    for key, folder in folders.items():
+        problems = not_image_files(folder)
+        if problems:
+            raise DatasetError(problems[0])
+        listed[key] = list_images(folder)
+        stems: dict[str, Path] = {}
+        for path in listed[key]:
+            if path.stem in stems:
+                raise DatasetError(f"{path}: has the name of {stems[path.stem].name} but for the extension; the "
+                                   "outputs of both would get one name: rename one")
+            stems[path.stem] = path
+    if not any(listed.values()):
+        raise DatasetError(f"{source}: no images (.png, .jpg, ...) to {purpose}")
+    return listed
 
 
 def not_image_files(folder: Path) -> list[str]:

@@ -86,6 +86,21 @@ def read_pixels(path: Path) -> np.ndarray:
     return np.require(array, requirements=["C_CONTIGUOUS", "WRITEABLE"])  # torch takes it without a copy
 
 
+def open_upright(path: Path) -> Image.Image:
+    """The image at ``path`` as a loaded Pillow image, turned upright by its EXIF orientation (for the data tools,
+    which keep its mode); :class:`UnreadableImage` naming the file when it does not decode."""
+    data = _read_bytes(path)
+    if data.startswith(PNG_SIGNATURE):
+        check_png(path, data)
+    try:
+        with _quiet(), Image.open(io.BytesIO(data)) as image:
+            turned = upright(image)
+            turned.load()
+    except Exception as exc:  # noqa: BLE001 - Pillow's decoders raise many types on corrupt data
+        raise UnreadableImage(f"{path}: cannot read image: {_describe(exc)}") from None
+    return turned
+
+
 def oriented_size(path: Path) -> tuple[int, int, int]:
     """``(width, height, orientation)`` from the header: the size after the EXIF orientation is applied."""
     try:

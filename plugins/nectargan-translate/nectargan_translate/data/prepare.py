@@ -29,6 +29,7 @@ from .domains import DOMAINS, domain_dir
 from .pixels import UnreadableImage, upright
 from .errors import DatasetError
 from .listing import Pair, list_images, match_folders
+from .tiles import source_of
 from .options import SPLITS
 
 
@@ -95,13 +96,21 @@ def _join(a_path: Path, b_path: Path, size: Optional[int]) -> Image.Image:
     return joined
 
 
-def split_folder(folder: Path, *, val: float, test: float, seed: int, copy: bool = False) -> dict[str, int]:
-    """Move (or copy) the images of ``folder`` into its train/, val/ and test/; return the counts.
+def split_folder(folder: Path, *, val: float, test: float, seed: int, copy: bool = False,
+                 group: Optional[bool] = None) -> tuple[dict[str, int], Optional[dict[str, int]]]:
+    """Move (or copy) the images of ``folder`` into its train/, val/ and test/; return the images per split, and
+    the source photographs per split when tiles were grouped (else None).
 
     A folder holding A/ and B/ is split by pair name, keeping each pair in one
     split. The assignment depends only on the sorted names and ``seed``:
     the names are shuffled with ``random.Random(seed)``, the first
     ``round(n * val)`` go to val, the next ``round(n * test)`` to test, the rest to train.
+
+    ``group``: keep the tiles of one photograph (the names ``data tile``
+    writes, ``<photo>__x<left>y<top>``) in one split: the photographs are
+    shuffled instead, and each goes, with all its tiles, to val while that
+    brings val's count nearer ``round(n * val)`` images, else to test likewise,
+    else to train. None (the default): grouped when every name is a tile's.
 
     The assignment is written to ``folder/.nectargan-split.json`` before the
     first file moves and the file is deleted after the last: while it exists,
@@ -112,12 +121,15 @@ def split_folder(folder: Path, *, val: float, test: float, seed: int, copy: bool
         raise DatasetError(f"{folder}: folder does not exist")
     marker = folder / SPLIT_MARKER
     options = {"val": val, "test": test, "seed": seed, "copy": copy}
+    if group is not None:
+        options["group"] = group
     if marker.exists():
         plan = _recorded_plan(folder, options)
-        assignment, paired = plan["assignment"], plan["paired"]
+        assignment, paired, groups = plan["assignment"], plan["paired"], plan.get("groups")
     else:
-        assignment, paired = _plan_split(folder, val=val, test=test, seed=seed)
-        atomic_write_text(marker, json.dumps({"options": options, "paired": paired, "assignment": assignment}) + "\n")
+        assignment, paired, groups = _plan_split(folder, val=val, test=test, seed=seed, group=group)
+        atomic_write_text(marker, json.dumps({"options": options, "paired": paired, "assignment": assignment,
+                                              "groups": groups}) + "\n")
     for split, units in assignment.items():
         for unit in units:
             for relative in unit:
@@ -127,11 +139,13 @@ def split_folder(folder: Path, *, val: float, test: float, seed: int, copy: bool
             if (folder / side).is_dir() and not any((folder / side).iterdir()):
                 (folder / side).rmdir()
     marker.unlink()
-    return {split: len(assignment[split]) for split in SPLITS}
+    return {split: len(assignment[split]) for split in SPLITS}, groups
 
 
-def _plan_split(folder: Path, *, val: float, test: float, seed: int) -> tuple[dict[str, list[list[str]]], bool]:
-    """Which files (relative to ``folder``, grouped by pair) go to each split; and whether it is an A/B folder."""
+def _plan_split(folder: Path, *, val: float, test: float, seed: int, group: Optional[bool] = None,
+                ) -> tuple[dict[str, list[list[str]]], bool, Optional[dict[str, int]]]:
+    """Which files (relative to ``folder``, grouped by pair) go to each split; whether it is an A/B folder; and
+    the photographs per split when tiles are grouped by their photograph."""
     taken = [s for s in SPLITS if (folder / s).exists()]
     if taken:
         raise DatasetError(f"{folder}: already has {', '.join(s + '/' for s in taken)}; it looks split already")
@@ -147,14 +161,48 @@ def _plan_split(folder: Path, *, val: float, test: float, seed: int) -> tuple[di
     n_val, n_test = round(len(names) * val), round(len(names) * test)
     if len(names) - n_val - n_test < 1:
         raise DatasetError(f"{folder}: {len(names)} image(s) leave none for train with --val {val} --test {test}")
-    random.Random(seed).shuffle(names)
-    chosen = {"val": names[:n_val], "test": names[n_val:n_val + n_test], "train": names[n_val + n_test:]}
+    sources = {name: source_of(Path(name).stem if not paired else name) for name in names}
+    tiled = all(source is not None for source in sources.values())
+    if group and not tiled:
+        odd = next(name for name, source in sources.items() if source is None)
+        raise DatasetError(f"{folder}: --group keeps the tiles of one photograph together, but {odd} is not named "
+                           "as 'data tile' names tiles (<photo>__x<left>y<top>); split without --group")
+    groups = None
+    if group or (group is None and tiled):
+        chosen, groups = _deal_groups(names, sources, n_val, n_test, seed)
+        if not chosen["train"]:
+            raise DatasetError(f"{folder}: the tiles come from {sum(groups.values())} photograph(s), too few to "
+                               f"leave one for train with --val {val} --test {test}; add photographs, or split "
+                               "with --no-group (the test set then holds neighbours of training tiles)")
+    else:
+        random.Random(seed).shuffle(names)
+        chosen = {"val": names[:n_val], "test": names[n_val:n_val + n_test], "train": names[n_val + n_test:]}
     assignment = {split: [[path.relative_to(folder).as_posix() for path in units[name] if path is not None]
                           for name in chosen[split]] for split in SPLITS}
-    return assignment, paired
+    return assignment, paired, groups
 
 
-def split_unpaired(folder: Path, *, val: float, test: float, seed: int, copy: bool = False) -> dict[str, int]:
+def _deal_groups(names: list[str], sources: dict[str, Optional[str]], n_val: int, n_test: int,
+                 seed: int) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """The names per split when each photograph's tiles stay together, and the photographs per split."""
+    tiles: dict[str, list[str]] = {}
+    for name in names:
+        tiles.setdefault(str(sources[name]), []).append(name)
+    photos = sorted(tiles)
+    random.Random(seed).shuffle(photos)
+    chosen: dict[str, list[str]] = {split: [] for split in SPLITS}
+    groups = {split: 0 for split in SPLITS}
+    for photo in photos:  # to val (then test) while that brings its count nearer its target, else to train
+        half = len(tiles[photo]) / 2
+        split = "val" if len(chosen["val"]) + half <= n_val else "test" if len(chosen["test"]) + half <= n_test \
+            else "train"
+        chosen[split] += tiles[photo]
+        groups[split] += 1
+    return chosen, groups
+
+
+def split_unpaired(folder: Path, *, val: float, test: float, seed: int, copy: bool = False,
+                   group: Optional[bool] = None) -> dict[str, int]:
     """Move (or copy) images into the unpaired layout's split folders; return the images per folder.
 
     Two starting points: ``folder/A/`` and ``folder/B/`` (two piles of images,
@@ -166,16 +214,19 @@ def split_unpaired(folder: Path, *, val: float, test: float, seed: int, copy: bo
     ``random.Random(seed)``, the first ``round(n * val)`` to val, the next
     ``round(n * test)`` to test. The plan is recorded first, so an interrupted
     split is refused by ``data check`` and training and finished by the same
-    split run again.
+    split run again. ``group`` keeps the tiles of one photograph in one split,
+    as :func:`split_folder` does, in each domain.
     """
     if not folder.is_dir():
         raise DatasetError(f"{folder}: folder does not exist")
     marker = folder / SPLIT_MARKER
     options = {"val": val, "test": test, "seed": seed, "copy": copy, "unpaired": True}
+    if group is not None:
+        options["group"] = group
     if marker.exists():
         moves = _recorded_plan(folder, options)["moves"]
     else:
-        moves = _plan_unpaired(folder, val=val, test=test, seed=seed)
+        moves = _plan_unpaired(folder, val=val, test=test, seed=seed, group=group)
         atomic_write_text(marker, json.dumps({"options": options, "moves": moves}) + "\n")
     for source, target in moves:
         _transfer(folder / source, folder / target, copy)
@@ -192,7 +243,8 @@ def split_unpaired(folder: Path, *, val: float, test: float, seed: int, copy: bo
     return counts
 
 
-def _plan_unpaired(folder: Path, *, val: float, test: float, seed: int) -> list[list[str]]:
+def _plan_unpaired(folder: Path, *, val: float, test: float, seed: int,
+                   group: Optional[bool] = None) -> list[list[str]]:
     """The moves (source, target; relative to ``folder``) of :func:`split_unpaired`."""
     piles = all((folder / pile).is_dir() for pile in DOMAINS)
     if piles:
@@ -220,8 +272,19 @@ def _plan_unpaired(folder: Path, *, val: float, test: float, seed: int) -> list[
         if len(names) - n_val - n_test < 1:
             raise DatasetError(f"{source}: {len(names)} image(s) leave none for train with --val {val} "
                                f"--test {test}")
-        random.Random(seed).shuffle(names)
-        chosen = {"val": names[:n_val], "test": names[n_val:n_val + n_test], "train": names[n_val + n_test:]}
+        sources_of = {name: source_of(Path(name).stem) for name in names}
+        tiled = all(photo is not None for photo in sources_of.values())
+        if group and not tiled:
+            raise DatasetError(f"{source}: --group keeps the tiles of one photograph together, but not every "
+                               "name is a tile's (<photo>__x<left>y<top>); split without --group")
+        if group or (group is None and tiled):
+            chosen, _ = _deal_groups(names, sources_of, n_val, n_test, seed)
+            if not chosen["train"]:
+                raise DatasetError(f"{source}: too few photographs to leave one for train with --val {val} "
+                                   f"--test {test}; add photographs, or split with --no-group")
+        else:
+            random.Random(seed).shuffle(names)
+            chosen = {"val": names[:n_val], "test": names[n_val:n_val + n_test], "train": names[n_val + n_test:]}
         for split, picked in chosen.items():
             target = domain_dir(folder, split, domain).relative_to(folder)
             if target == source.relative_to(folder):
@@ -238,6 +301,8 @@ def _recorded_plan(folder: Path, options: dict) -> dict:
         recorded = plan["options"]
         flags = f"--val {recorded['val']} --test {recorded['test']} --seed {recorded['seed']}" + (
             " --copy" if recorded["copy"] else "") + (" --unpaired" if recorded.get("unpaired") else "")
+        if recorded.get("group") is not None:
+            flags += " --group" if recorded["group"] else " --no-group"
         raise DatasetError(f"{folder}: an interrupted split ({flags}) is unfinished; run 'nectargan data split "
                            f"{folder} {flags}' to finish it")
     return plan
@@ -254,6 +319,8 @@ def _read_marker(marker: Path) -> dict:
             return plan
         assert isinstance(plan["assignment"], dict)
         assert all(split in SPLITS for split in plan["assignment"]) and isinstance(plan["paired"], bool)
+        groups = plan.get("groups")
+        assert groups is None or isinstance(groups, dict) and all(isinstance(n, int) for n in groups.values())
         return plan
     except (OSError, ValueError, KeyError, TypeError, AssertionError):
         raise DatasetError(f"{marker}: unreadable record of an interrupted split; put the files back where they "
