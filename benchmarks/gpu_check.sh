@@ -19,7 +19,7 @@ python3 -c "import torch, sys; print('torch', torch.__version__, 'python', sys.v
 status=0
 tests() {
     timeout "$1" python3 -m pytest -q -s -p no:cacheprovider --tb=line tests/kit/test_stepgraph_cuda.py \
-        tests/cyclegan/test_cyclegan_pool.py tests/pix2pix/test_pix2pix_data_cache.py tests/pix2pix/test_pix2pix_cuda_graphs.py \
+        tests/cyclegan/test_cyclegan_pool.py tests/translate/test_data_cache.py tests/pix2pix/test_pix2pix_cuda_graphs.py \
         -k "cuda or stepgraph or captured or wait" \
         2>&1 | tee "$OUT/tests.log" | grep -E "^\[graphs\]|passed|failed|FAILED|Error" | tail -25 || status=1
 }

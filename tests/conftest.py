@@ -10,6 +10,7 @@ import pytest
 
 from nectargan_core.plugins import PluginHost, reset_plugins
 from support import make_fake_dist, run_cli
+from translation_fixtures import make_synth, trained_run  # noqa: F401 - fixtures for every folder
 
 
 @pytest.fixture

@@ -74,6 +74,20 @@ def test_each_direction_loads_its_own_generator_from_the_checkpoint(cyclegan_run
 
 
 @pytest.mark.slow  # the trained run, then the CLI
+def test_test_without_a_direction_tests_both_as_the_reference_does(cyclegan_run, tmp_path):
+    run, _ = cyclegan_run
+    result = run_cli("test", str(run), "--split", "val", "--device", "cpu")
+    assert result.returncode == 0, result.stderr
+    folders = [line.removeprefix("results: ") for line in result.stdout.splitlines() if line.startswith("results: ")]
+    assert folders == [str(run / "test" / f"epoch0002-step00000010-val-{d}") for d in ("AtoB", "BtoA")]
+    assert "AtoB, cycle A->B->A with A" in result.stdout and "BtoA, cycle B->A->B with B" in result.stdout
+    one = run_cli("test", str(run), "--split", "val", "--device", "cpu", "--out", str(tmp_path / "mine"))
+    assert one.returncode == 0 and one.stdout.count("results: ") == 1
+    assert one.stderr == (f"note: {run} has a generator for BtoA too; with --out only AtoB was tested (give "
+                          "--direction and another --out for the other)\n")
+
+
+@pytest.mark.slow  # the trained run, then the CLI
 @pytest.mark.parametrize("direction, source", [("AtoB", "testA"), ("BtoA", "testB")])
 def test_test_scores_the_cycle_reconstruction_of_each_direction(cyclegan_run, direction, source):
     run, data = cyclegan_run

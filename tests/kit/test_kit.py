@@ -330,7 +330,7 @@ def test_declaring_the_kit_declares_its_capabilities():
     from nectargan_pix2pix.trainer import Pix2pixTrainer
 
     assert KitGanTrainer.capabilities == frozenset({NONFINITE_SKIP}) == TrainerKit.capabilities
-    assert Pix2pixTrainer.capabilities == frozenset({NONFINITE_SKIP})
+    assert Pix2pixTrainer.capabilities == frozenset({NONFINITE_SKIP, "update_ratio"})  # and its d_every/g_every
     assert Trainer.capabilities == PlainTrainer.capabilities == frozenset()
 
     class Derived(KitGanTrainer):

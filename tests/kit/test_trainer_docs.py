@@ -35,6 +35,9 @@ DOCUMENTED = {
     "AccumulationGroup.of": AccumulationGroup.of, "choice_of": choice_of, "ResumableSampler": ResumableSampler,
     "set_epoch": ResumableSampler.set_epoch, "skip": ResumableSampler.skip, "shard": ResumableSampler.shard,
     "generator_spec": TranslationTrainer.generator_spec, "GeneratorSpec": GeneratorSpec,
+    **{name: getattr(TranslationTrainer, name) for name in (
+        "setup_data", "dataset", "optional_split", "to_device", "compiled", "setup_updates", "updates_due",
+        "translator", "eval_loader", "example_indices", "example_batch", "write_examples")},
 }
 
 

@@ -15,7 +15,7 @@ import torch
 from nectargan_core import Run, hookimpl, load_checkpoint
 from nectargan_core.errors import TrainingError
 from support import finite, same
-from test_pix2pix_trainer import config
+from translation_fixtures import pix2pix_config as config
 
 
 @pytest.fixture(scope="module")

@@ -13,27 +13,12 @@ import torch.nn.functional as F
 
 from nectargan_core import Run, load_checkpoint
 from nectargan_core.errors import ConfigError
+from translation_fixtures import pix2pix_config as config
 
 
 @pytest.fixture(scope="module")
 def synth(make_synth):
     return make_synth(16, 32)
-
-
-def config(tmp_path, root, **sections):
-    base = {
-        "trainer": "pix2pix",
-        "run": {"output_dir": str(tmp_path / "runs"), "device": "cpu", "seed": 5, "deterministic": True},
-        "loop": {"epochs": 1, "log_every_steps": 2},
-        "data": {"root": str(root), "load_size": 32, "crop_size": 32, "num_workers": 0, "batch_size": 2},
-        "models": {"generator": {"name": "unet", "depth": 5, "ngf": 8},
-                   "discriminator": {"name": "patchgan", "ndf": 8, "n_layers": 2}},
-        "optim": {"implementation": "single"},
-        "visualizers": [],
-    }
-    for key, value in sections.items():
-        base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) else value
-    return base
 
 
 def reference_step(G, D, opt_g, opt_d, real_a, real_b):

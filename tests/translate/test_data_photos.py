@@ -249,18 +249,114 @@ def test_no_group_scatters_tiles_as_before(tmp_path):
     assert any(len(splits) > 1 for splits in where.values())
 
 
-def test_group_needs_tile_names_and_enough_photographs(tmp_path):
-    tiled_pairs(tmp_path / "data", photos=2, tiles_each=3)
-    Image.new("RGB", (16, 8)).save(tmp_path / "data" / "holiday.png")
-    with pytest.raises(DatasetError, match=r"--group keeps the tiles of one photograph together, but holiday.png"):
-        split_folder(tmp_path / "data", val=0.2, test=0, seed=0, group=True)
-    counts, groups = split_folder(tmp_path / "data", val=0.2, test=0, seed=0)  # not all tiles: not grouped
-    assert groups is None and sum(counts.values()) == 7
+def test_an_image_that_is_no_tile_is_a_photograph_of_its_own_and_group_needs_tiles(tmp_path):
+    tiled_pairs(tmp_path / "data", photos=4, tiles_each=3)
+    Image.new("RGB", (16, 8)).save(tmp_path / "data" / "holiday.png")  # a stray file does not turn grouping off
+    counts, groups = split_folder(tmp_path / "data", val=0.25, test=0, seed=0)
+    assert groups is not None and sum(groups.values()) == 5 and sum(counts.values()) == 13
+    where: dict[str, set[str]] = {}
+    for name, split in split_of_each_tile(tmp_path / "data").items():
+        where.setdefault(source_of(Path(name).stem) or name, set()).add(split)
+    assert all(len(splits) == 1 for splits in where.values())
+    (tmp_path / "plain").mkdir()
+    for index in range(4):
+        Image.new("RGB", (16, 8)).save(tmp_path / "plain" / f"img{index}.png")
+    with pytest.raises(DatasetError, match=r"--group keeps the tiles of one photograph together, but no name is a "
+                                           r"tile's"):
+        split_folder(tmp_path / "plain", val=0.25, test=0, seed=0, group=True)
     tiled_pairs(tmp_path / "few", photos=2, tiles_each=3)
     with pytest.raises(DatasetError, match="the tiles come from 2 photograph\\(s\\), too few to leave one for train"):
         split_folder(tmp_path / "few", val=0.3, test=0.3, seed=0)
     assert sorted(p.name for p in (tmp_path / "few").iterdir())[0] == "photo0__x0y0.png"  # nothing moved
     assert not (tmp_path / "few" / ".nectargan-split.json").exists()
+
+
+def test_tiles_of_tiles_and_odd_names_keep_their_first_photograph():
+    assert source_of("street__x0y0__x256y128") == "street"
+    assert source_of("new\nline__x0y64") == "new\nline"
+    assert source_of("a__b__x1y2") == "a__b" and source_of("plain") is None and source_of("__x1y2") is None
+
+
+def test_sixteen_bit_and_float_photos_are_scaled_to_8_bits_with_a_note(tmp_path):
+    ramp16 = (np.linspace(0, 65535, 64 * 64).reshape(64, 64)).astype(np.uint16)
+    (tmp_path / "photos").mkdir()
+    Image.fromarray(ramp16).save(tmp_path / "photos" / "g16.png")
+    done = run_cli("data", "derive", str(tmp_path / "photos"), str(tmp_path / "pairs"), "--grey")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (f"note: 1 photograph(s) have more than 8 bits per sample (e.g. "
+                           f"{tmp_path / 'photos' / 'g16.png'}); their outputs are 8-bit, scaled from the full "
+                           "range\n")
+    b = pixels_of(tmp_path / "pairs" / "g16.png")[:, 64:]
+    np.testing.assert_allclose(b.astype(int), np.round(ramp16 / 257).astype(int), atol=1)
+    tiled = tile_photos(tmp_path / "photos", tmp_path / "tiles", size=32)
+    assert tiled.tiles == {"all": 4} and tiled.flat == 0 and len(tiled.reduced) == 1  # detail read at 8 bits
+    floats = np.linspace(0, 1, 64 * 64, dtype=np.float32).reshape(64, 64)
+    (tmp_path / "f").mkdir()
+    Image.fromarray(floats).save(tmp_path / "f" / "float.tiff")
+    derive_pairs(tmp_path / "f", tmp_path / "fpairs", Derivation("grey"))
+    b = pixels_of(tmp_path / "fpairs" / "float.png")[:, 64:]
+    np.testing.assert_allclose(b.astype(int), np.round(floats * 255).astype(int), atol=1)
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_an_oriented_tiff_is_read_upright_once(tmp_path, orientation):
+    from nectargan_translate.data.pixels import read_pixels
+
+    y, x = np.mgrid[0:24, 0:40]
+    stored = np.stack([x * 6, y * 10, np.zeros_like(x)], -1).astype(np.uint8)
+    shown = {1: stored, 2: stored[:, ::-1], 3: stored[::-1, ::-1], 4: stored[::-1], 5: stored.swapaxes(0, 1),
+             6: np.rot90(stored, -1), 7: stored.swapaxes(0, 1)[::-1, ::-1], 8: np.rot90(stored, 1)}[orientation]
+    (tmp_path / "photos").mkdir()
+    Image.fromarray(stored).save(tmp_path / "photos" / "scan.tiff", tiffinfo={0x0112: orientation})
+    np.testing.assert_array_equal(read_pixels(tmp_path / "photos" / "scan.tiff"), shown)  # as training reads it
+    tile_photos(tmp_path / "photos", tmp_path / "tiles", size=24, min_detail=0)
+    np.testing.assert_array_equal(pixels_of(tmp_path / "tiles" / "scan__x0y0.png"), shown[:24, :24])
+
+
+def test_a_stride_beyond_the_tile_and_an_empty_or_dot_output_are_handled(tmp_path, monkeypatch):
+    photo(tmp_path / "photos" / "a.png", 128, 64)
+    with pytest.raises(DatasetError, match=r"--stride 65: more than --size 64 leaves pixels between the tiles"):
+        tile_photos(tmp_path / "photos", tmp_path / "tiles", size=64, stride=65)
+    (tmp_path / "empty").mkdir()
+    done = run_cli("data", "tile", str(tmp_path / "photos"), ".", "--size", "64", cwd=tmp_path / "empty")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "empty").iterdir()) == ["a__x0y0.png", "a__x64y0.png"]
+    blank = run_cli("data", "split", "", cwd=tmp_path / "empty")
+    assert blank.returncode == 2 and "is empty; give a folder" in blank.stderr
+    assert sorted(p.name for p in (tmp_path / "empty").iterdir()) == ["a__x0y0.png", "a__x64y0.png"]
+
+
+def test_derive_takes_one_method_and_only_its_options(tmp_path):
+    photo(tmp_path / "photos" / "a.png", 32, 32)
+    for args, message in ((["--edges", "--grey"], "error: choose what A is: one of --edges, --grey, --blur, "
+                                                   "--downscale, --jpeg, --mask (got --edges, --grey)"),
+                          (["--grey", "--sigma", "3"], "error: --sigma goes with --edges or --blur, not --grey"),
+                          (["--grey", "--factor", "3"], "error: --factor goes with --downscale, not --grey"),
+                          (["--blur", "--sigma", "0"], "error: --sigma 0: a blur needs a radius above 0")):
+        done = run_cli("data", "derive", str(tmp_path / "photos"), str(tmp_path / "pairs"), *args)
+        assert done.returncode in (1, 2) and done.stderr.startswith(message), (args, done.stderr)
+        assert not (tmp_path / "pairs").exists()
+
+
+def test_sigterm_leaves_no_partial_output(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    for index in range(6):
+        photo(tmp_path / "photos" / f"p{index}.png", 600, 400, seed=index)
+    command = [str(Path(sys.executable).with_name("nectargan")), "data", "tile", str(tmp_path / "photos"),
+               str(tmp_path / "tiles"), "--size", "16", "--min-detail", "0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(p.name.startswith(".tiles.tmp") for p in tmp_path.iterdir()):
+        time.sleep(0.05)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 1 and err == f"error: {tmp_path / 'tiles'}: stopped by SIGTERM; nothing was written\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["photos"]
 
 
 def test_an_interrupted_grouped_split_is_finished_by_the_same_command(tmp_path):

@@ -30,8 +30,8 @@ import torch
 
 from nectargan_core import ConfigError, Trainer, hookimpl, optimizer_step
 from nectargan_losses import LossManager
-from nectargan_translate import (TranslationTrainer, build_discriminator, build_generator, check_translation_config,
-                                 is_conditional)
+from nectargan_translate import (UPDATE_RATIO, TranslationTrainer, build_discriminator, build_generator,
+                                 check_translation_config, is_conditional)
 
 from .options import Pix2pixOptions
 from .summary import pix2pix_rows
@@ -41,6 +41,8 @@ class Pix2pixTrainer(TranslationTrainer):
     """Paired image-to-image translation with a conditional GAN (Isola et al., 2017)."""
 
     options = Pix2pixOptions
+    #: Its step updates D every optim.d_every steps and G every optim.g_every (updates_due).
+    capabilities = TranslationTrainer.capabilities | {UPDATE_RATIO}
     #: What ``nectargan export --format reference`` writes: the reference's network name -> (tracked network,
     #: config key of its model); and the reference's ``--model`` that loads them.
     reference_networks = {"G": ("generator", "models.generator")}
@@ -98,23 +100,22 @@ class Pix2pixTrainer(TranslationTrainer):
 
     def graph_key(self, batch_idx: int) -> Any:
         """What the step's Python decides: which networks update (d_every, g_every) and the loss weights."""
-        optim, step = self.config.optim, self.global_step
-        return (step % optim.d_every == 0, step % optim.g_every == 0, tuple(self.losses.weights().items()))
+        return (*self.updates_due(), tuple(self.losses.weights().items()))
 
     @hookimpl
     def train_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, Any]:
-        optim, losses, autocast = self.config.optim, self.losses, self.kit.autocast
+        losses, autocast = self.losses, self.kit.autocast
         real_a, real_b = self.to_device(batch["A"]), self.to_device(batch["B"])
         losses.set_position(self.epoch, self.global_step)
         logs: dict[str, Any] = {}
-        update_g = self.global_step % optim.g_every == 0
+        update_d, update_g = self.updates_due()
         with self.kit.step(batch_idx):
             # fake_B = G(A), once. A DDP forward must be followed by its backward: when G is not
             # updated this step, run the bare module without gradients.
             with autocast(), contextlib.nullcontext() if update_g else torch.no_grad():
                 fake_b = (self._g_train if update_g else self.generator)(real_a)
 
-            if self.global_step % optim.d_every == 0:
+            if update_d:
                 with self.update_d:  # D on (A, fake_B) and (A, B)
                     with autocast():
                         fake = fake_b.detach()

@@ -27,9 +27,9 @@ if TYPE_CHECKING:  # the public names, loaded on first access (nectargan_core.la
     from .data.cache import cache_summary
     from .contracts import batch_size_of, check_dataset_item, is_conditional
     # option sections and presets shared by translation trainers
-    from .options import (DISCRIMINATOR_CHANNELS, GENERATOR_CHANNELS, RUN_LENGTH_LR, DataChoice, ExamplesSection,
-                          ModelsSection, OptimSection, TestSection, UnpairedDataChoice, ValidationSection,
-                          data_channels, registered_metrics)
+    from .options import (DISCRIMINATOR_CHANNELS, GENERATOR_CHANNELS, RUN_LENGTH_LR, UPDATE_RATIO, DataChoice,
+                          ExamplesSection, ModelsSection, OptimSection, TestSection, UnpairedDataChoice,
+                          ValidationSection, data_channels, registered_metrics)
     from .presets import reference_recipe
     from .preflight import check_config as check_translation_config
     from .preflight import training_size
@@ -53,7 +53,7 @@ __all__ = [
     "build_paired_dataset", "collate", "UnpairedDataset", "build_unpaired_dataset", "PairTransform",
     "build_transform", "build_dataloader", "EpochSampler", "find_pairs", "split_dir", "cache_summary",
     "batch_size_of", "check_dataset_item", "is_conditional",
-    "DISCRIMINATOR_CHANNELS", "GENERATOR_CHANNELS", "RUN_LENGTH_LR", "DataChoice", "UnpairedDataChoice",
+    "DISCRIMINATOR_CHANNELS", "GENERATOR_CHANNELS", "RUN_LENGTH_LR", "UPDATE_RATIO", "DataChoice", "UnpairedDataChoice",
     "ExamplesSection", "ModelsSection",
     "OptimSection", "TestSection", "ValidationSection", "data_channels", "registered_metrics",
     "reference_recipe", "check_translation_config", "training_size",

@@ -39,8 +39,8 @@ class DatasetChoice(_DataChoiceBase):  # type: ignore[misc, valid-type]
         fields = component.options.model_fields if component.options is not None else {}
         if "batch_size" not in fields:
             raise ValueError(
-                f"dataset '{self.name}' ({component.provided_by}) declares no batch_size option, and pix2pix "
-                "batches its data by data.batch_size; its author must add one to the options model it registers "
+                f"dataset '{self.name}' ({component.provided_by}) declares no batch_size option, and a "
+                "translation trainer batches its data by data.batch_size; its author must add one to the options model it registers "
                 "(batch_size: int = Field(1, ge=1)); see docs/plugins/contracts.md")
         for split in (None, "val", "test"):
             size = batch_size_of(self.options, split)
@@ -77,7 +77,7 @@ def check_dataset_item(dataset: Any, name: str, provider: str, split: str,
     try:
         count = len(dataset)
     except TypeError:
-        raise PluginError(f"{where}: has no len(); pix2pix needs a map-style dataset (__len__ and __getitem__)") \
+        raise PluginError(f"{where}: has no len(); a translation trainer needs a map-style dataset (__len__ and __getitem__)") \
             from None
     if not count:
         return

@@ -7,9 +7,11 @@ torch: they read and write images with PIL and numpy.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import click
 
@@ -17,7 +19,16 @@ from nectargan_core import FRACTION_OPTION, IMAGE_SIDE_OPTION, SEED_OPTION, Boun
 
 from .data.errors import DatasetError
 
-DirPath = click.Path(file_okay=False, path_type=Path)
+class FolderPath(click.Path):
+    """A folder argument; an empty one is refused (``Path("")`` would silently mean the current folder)."""
+
+    def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> Any:
+        if isinstance(value, str) and not value.strip():
+            self.fail("is empty; give a folder ('.' for the current one)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+DirPath = FolderPath(file_okay=False, path_type=Path)
 Fraction = FRACTION_OPTION
 #: ``data download --deadline``: a week; the default (6 h) fits the largest built-in dataset on a slow line.
 DEADLINE_OPTION = BoundedFloat(0.0, 7 * 86_400.0, "a download that needs more than a week has stalled", low_open=True)
@@ -94,8 +105,8 @@ def pair(a_dir: Path, b_dir: Path, out_dir: Path, size: Optional[int]) -> None:
 @click.option("--unpaired", is_flag=True, help="DIRECTORY's A/ and B/ are two unpaired piles: split each into "
                                                "trainA/ valA/ testA/ and trainB/ valB/ testB/.")
 @click.option("--group/--no-group", default=None,
-              help="Keep the tiles of one photograph (names from 'data tile': PHOTO__xXyY) in one split. "
-                   "Default: on when every name is a tile's.")
+              help="Keep the tiles of one photograph (names from 'data tile': PHOTO__xXyY) in one split; "
+                   "another image is a photograph of its own. Default: on when any name is a tile's.")
 def split(directory: Path, val: float, test: float, seed: int, copy: bool, unpaired: bool,
           group: Optional[bool]) -> None:
     """Distribute the images of a flat DIRECTORY (or its A/ and B/) into train/, val/ and test/.
@@ -158,10 +169,12 @@ def tile(photos: Path, out_dir: Path, size: int, stride: Optional[int], crops: O
     """
     from .data.tiles import tile_photos
 
-    report = tile_photos(photos, out_dir, size=size, stride=stride, crops=crops, seed=seed, min_detail=min_detail,
-                         progress=_progress("photographs"))
+    with _stopped_cleanly(out_dir):
+        report = tile_photos(photos, out_dir, size=size, stride=stride, crops=crops, seed=seed,
+                             min_detail=min_detail, progress=_progress("photographs"))
     for path in report.small:
         click.echo(printable(f"note: {path}: smaller than {size}x{size}; left out"), err=True)
+    _photo_notes(report.reduced, report.loose, photos)
     flat = f", {report.flat} near-empty tile(s) left out (--min-detail {min_detail:g})" if report.flat else ""
     click.echo(printable(f"wrote {sum(report.tiles.values())} tiles of {size}x{size} from "
                          f"{sum(report.photos.values())} photograph(s) to {out_dir} ({_counts(report.tiles)}){flat}"))
@@ -170,13 +183,12 @@ def tile(photos: Path, out_dir: Path, size: int, stride: Optional[int], crops: O
 @data_group.command("derive")
 @click.argument("photos", type=DirPath)
 @click.argument("out_dir", type=DirPath)
-@click.option("--edges", "method", flag_value="edges", help="A = the photo's edges (Canny: black lines on white).")
-@click.option("--grey", "method", flag_value="grey", help="A = the photo in greyscale (colourisation).")
-@click.option("--blur", "method", flag_value="blur", help="A = the photo blurred (deblurring); radius: --sigma.")
-@click.option("--downscale", "method", flag_value="downscale",
-              help="A = the photo shrunk by --factor and scaled back (super-resolution).")
-@click.option("--jpeg", "method", flag_value="jpeg", help="A = the photo saved as JPEG at --quality (artefacts).")
-@click.option("--mask", "method", flag_value="mask", help="A = the photo with --holes grey rectangles (inpainting).")
+@click.option("--edges", is_flag=True, help="A = the photo's edges (Canny: black lines on white).")
+@click.option("--grey", is_flag=True, help="A = the photo in greyscale (colourisation).")
+@click.option("--blur", is_flag=True, help="A = the photo blurred (deblurring); radius: --sigma.")
+@click.option("--downscale", is_flag=True, help="A = the photo shrunk by --factor and scaled back (super-resolution).")
+@click.option("--jpeg", is_flag=True, help="A = the photo saved as JPEG at --quality (artefact removal).")
+@click.option("--mask", is_flag=True, help="A = the photo with --holes grey rectangles (inpainting).")
 @click.option("--sigma", type=BoundedFloat(0.0, 64.0, "a wider blur erases the image"), default=None,
               help="--edges: smoothing before the gradient (default 1.4); --blur: the blur's radius (default 2).")
 @click.option("--low", type=BoundedFloat(0.0, 1500.0, "a Sobel gradient of 8-bit pixels stays below 1443"),
@@ -189,9 +201,11 @@ def tile(photos: Path, out_dir: Path, size: int, stride: Optional[int], crops: O
               show_default=True, help="--jpeg: the JPEG quality.")
 @click.option("--holes", type=BoundedInt(1, 64, "more holes than that cover the image"), default=3,
               show_default=True, help="--mask: rectangles per image, each 1/8 to 1/4 of the sides.")
-@click.option("--seed", type=SEED_OPTION, default=0, show_default=True, help="Seed of --mask's holes.")
-def derive(photos: Path, out_dir: Path, method: Optional[str], sigma: Optional[float], low: float, high: float,
-           factor: int, quality: int, holes: int, seed: int) -> None:
+@click.option("--seed", type=SEED_OPTION, default=0, show_default=True, help="--mask: seed of the holes' places.")
+@click.pass_context
+def derive(ctx: click.Context, photos: Path, out_dir: Path, edges: bool, grey: bool, blur: bool, downscale: bool,
+           jpeg: bool, mask: bool, sigma: Optional[float], low: float, high: float, factor: int, quality: int,
+           holes: int, seed: int) -> None:
     """Make a paired dataset from photographs alone: A computed from each photo, B the photo.
 
     Writes OUT_DIR/NAME.png = A|B (the aligned layout; PHOTOS with train/,
@@ -207,15 +221,28 @@ def derive(photos: Path, out_dir: Path, method: Optional[str], sigma: Optional[f
       nectargan data derive tiles pairs --downscale --factor 4
       nectargan data derive tiles pairs --jpeg --quality 10
     """
+    from click.core import ParameterSource
+
     from .data.derive import Derivation, derive_pairs
 
-    if method is None:
-        raise click.UsageError("choose what A is: one of --edges, --grey, --blur, --downscale, --jpeg, --mask")
+    chosen = [name for name, on in (("edges", edges), ("grey", grey), ("blur", blur), ("downscale", downscale),
+                                    ("jpeg", jpeg), ("mask", mask)) if on]
+    if len(chosen) != 1:
+        given = f" (got {', '.join('--' + name for name in chosen)})" if chosen else ""
+        raise click.UsageError(f"choose what A is: one of --edges, --grey, --blur, --downscale, --jpeg, --mask{given}")
+    method = chosen[0]
+    uses = {"sigma": ("edges", "blur"), "low": ("edges",), "high": ("edges",), "factor": ("downscale",),
+            "quality": ("jpeg",), "holes": ("mask",), "seed": ("mask",)}
+    for option, methods in uses.items():
+        if method not in methods and ctx.get_parameter_source(option) == ParameterSource.COMMANDLINE:
+            raise click.UsageError(f"--{option} goes with {' or '.join('--' + m for m in methods)}, not --{method}")
     if sigma is None:
         sigma = 2.0 if method == "blur" else 1.4
     derivation = Derivation(method, low=low, high=high, sigma=sigma, factor=factor, quality=quality, holes=holes,
                             seed=seed)
-    report = derive_pairs(photos, out_dir, derivation, progress=_progress("photographs"))
+    with _stopped_cleanly(out_dir):
+        report = derive_pairs(photos, out_dir, derivation, progress=_progress("photographs"))
+    _photo_notes(report.reduced, report.loose, photos)
     click.echo(printable(f"wrote {sum(report.pairs.values())} aligned pairs to {out_dir} ({_counts(report.pairs)}); "
                          f"A: {derivation.describe()}, B: the photograph; check them with: nectargan data check "
                          f"{out_dir}"))
@@ -347,6 +374,34 @@ def download(name: str, url: Optional[str], dest: Path, sha256: Optional[str], d
         click.echo(err=True)
     click.echo(printable(f"downloaded {name} to {folder} (sha256 {digest}); "
                          f"check it with: nectargan data check {folder}"))
+
+
+@contextlib.contextmanager
+def _stopped_cleanly(out_dir: Path) -> Iterator[None]:
+    """A SIGTERM (``kill``, ``docker stop``) stops the command as Ctrl-C does: the half-built output is removed and
+    one line says so (the default action would end the process where it stands, leaving the temp folder)."""
+    def stop(signum: int, frame: Any) -> None:
+        raise DatasetError(printable(f"{out_dir}: stopped by SIGTERM; nothing was written"))
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread (an embedding application): leave signals to it
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _photo_notes(reduced: list[Path], loose: list[Path], photos: Path) -> None:
+    """The photo tools' notes: photographs read at more than 8 bits, images beside the split folders."""
+    if reduced:
+        click.echo(printable(f"note: {len(reduced)} photograph(s) have more than 8 bits per sample (e.g. "
+                             f"{reduced[0]}); their outputs are 8-bit, scaled from the full range"), err=True)
+    if loose:
+        click.echo(printable(f"note: {len(loose)} image(s) beside the split folders of {photos} were not read (e.g. "
+                             f"{loose[0]}); only train/, val/ and test/ are, when {photos} has them"), err=True)
 
 
 def _progress(what: str) -> Optional[Callable[[int, int], None]]:

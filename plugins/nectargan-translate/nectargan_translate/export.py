@@ -1,9 +1,11 @@
 """``nectargan export``: the generator as ONNX or TorchScript, checked against PyTorch.
 
 The generator is exported in eval mode (dropout off, BN running statistics)
-for one image size, with a dynamic batch axis. The export is then run on a
-random batch of 2 and of 1 (the second proves the batch axis is dynamic) and
-compared with the PyTorch model: ONNX with onnxruntime when it is installed
+with a dynamic batch axis; ONNX also with a dynamic height and width (any
+multiples of the generator's size multiple), TorchScript for one size. The
+export is then run on a random batch of 2 and of 1 (the second proves the
+batch axis is dynamic), and an ONNX export also on a second size (which
+proves the height and width are), and compared with the PyTorch model: ONNX with onnxruntime when it is installed
 (otherwise the check is skipped and the sidecar says why), TorchScript by
 loading the saved file back. A difference above the tolerance is an error.
 
@@ -33,7 +35,7 @@ from typing import Any, Iterator, Literal, Optional
 
 import torch
 
-from nectargan_core import NectarGANError, commit_files, describe_os_error, sha256_of, staging
+from nectargan_core import MAX_IMAGE_SIDE, NectarGANError, commit_files, describe_os_error, sha256_of, staging
 
 from .inference import LoadedGenerator, load_generator, run_dir_of
 
@@ -59,6 +61,8 @@ class Parity:
     max_abs_diff: Optional[float]
     tolerance: float
     reason: Optional[str] = None
+    #: The image sizes (height, width) the export was run at.
+    sizes: tuple[tuple[int, int], ...] = ()
 
     @property
     def passed(self) -> Optional[bool]:
@@ -71,13 +75,15 @@ class Parity:
         if self.max_abs_diff is None:
             return f"parity not checked: {self.reason}"
         batches = " and ".join(map(str, PARITY_BATCHES))
-        return (f"parity ({self.checked_with}, batches of {batches}): max |export - pytorch| = "
+        sizes = f" at {' and '.join(f'{h}x{w}' for h, w in self.sizes)}" if len(self.sizes) > 1 else ""
+        return (f"parity ({self.checked_with}, batches of {batches}{sizes}): max |export - pytorch| = "
                 f"{self.max_abs_diff:.3g} (tolerance {self.tolerance:g})")
 
     def as_dict(self) -> dict[str, Any]:
         """The check as JSON-ready values, for the ``parity`` entry of the export's sidecar."""
         return {"checked_with": self.checked_with, "max_abs_diff": self.max_abs_diff, "tolerance": self.tolerance,
-                "batch_sizes": list(PARITY_BATCHES), "passed": self.passed, "reason": self.reason}
+                "batch_sizes": list(PARITY_BATCHES), "sizes": [list(size) for size in self.sizes],
+                "passed": self.passed, "reason": self.reason}
 
 
 @dataclass
@@ -91,6 +97,15 @@ class ExportReport:
     parity: Parity
     #: Which weights: ``best.pt (epoch 3, step 12)``.
     weights: str = ""
+    #: Whether the export takes any height and width in multiples of ``multiple`` (ONNX), or only ``size``.
+    dynamic_size: bool = False
+    multiple: int = 1
+
+    def describe_sizes(self) -> str:
+        """The sizes the export takes, for the command's line."""
+        if self.dynamic_size:
+            return f"any height and width in multiples of {self.multiple}, dynamic batch"
+        return f"{self.size[0]}x{self.size[1]}, dynamic batch"
 
 
 def export_generator(target: str | Path, which: str = "latest", *, fmt: Format = "onnx",
@@ -120,21 +135,28 @@ def export_generator(target: str | Path, which: str = "latest", *, fmt: Format =
     in_channels = generator.channels[0]
     random = torch.Generator().manual_seed(0)
 
-    def batch(n: int) -> torch.Tensor:
-        return torch.rand(n, in_channels, height, width, generator=random) * 2 - 1
+    def batch(n: int, sides: tuple[int, int] = (height, width)) -> torch.Tensor:
+        return torch.rand(n, in_channels, *sides, generator=random) * 2 - 1
+
+    other = (height + multiple, width + 2 * multiple)  # a second size: the height and width are dynamic
 
     model = generator.model.eval()
     sidecar = path.with_name(path.name + ".json")
     try:
         with staging(path) as stage:
             staged = stage / path.name
+            dynamic = False
             if fmt == "onnx":
-                opset = export_onnx(model, batch(2), staged, opset)
-                parity = onnx_parity(model, staged, [batch(n) for n in PARITY_BATCHES], tolerance, label=path)
+                opset, dynamic = export_onnx(model, batch(2), staged, opset, multiple)
+                batches = [batch(n) for n in PARITY_BATCHES] + ([batch(1, other)] if dynamic else [])
+                parity = onnx_parity(model, staged, batches, tolerance, label=path)
+                parity.sizes = ((height, width), other) if dynamic else ((height, width),)
             else:
                 export_torchscript(model, batch(2), staged)
                 parity = torchscript_parity(model, staged, [batch(n) for n in PARITY_BATCHES], tolerance)
-            record = describe(generator, path, fmt, (height, width), opset if fmt == "onnx" else None, parity)
+                parity.sizes = ((height, width),)
+            record = describe(generator, path, fmt, (height, width), opset if fmt == "onnx" else None, parity,
+                              dynamic)
             record.update(size=staged.stat().st_size, sha256=sha256_of(staged))
             (stage / sidecar.name).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
             extra = sorted(name for name in os.listdir(stage) if name not in (path.name, sidecar.name))
@@ -148,7 +170,7 @@ def export_generator(target: str | Path, which: str = "latest", *, fmt: Format =
     if parity.passed is False:
         raise ExportError(f"parity check failed: max |export - pytorch| = {parity.max_abs_diff:.3g} is above the "
                           f"tolerance {tolerance:g}; {path} does not reproduce the model")
-    return ExportReport(path, sidecar, fmt, (height, width), parity, generator.label)
+    return ExportReport(path, sidecar, fmt, (height, width), parity, generator.label, dynamic, multiple)
 
 
 def _write_failure(exc: BaseException) -> Optional[str]:
@@ -159,21 +181,36 @@ def _write_failure(exc: BaseException) -> Optional[str]:
     return None
 
 
-def export_onnx(model: torch.nn.Module, example: torch.Tensor, path: Path, opset: int) -> int:
-    """Write ``model`` as ONNX with a dynamic batch axis; return the opset the file declares."""
+def export_onnx(model: torch.nn.Module, example: torch.Tensor, path: Path, opset: int,
+                multiple: int = 1) -> tuple[int, bool]:
+    """Write ``model`` as ONNX with a dynamic batch axis and, where the model allows it, a dynamic height and width
+    (multiples of ``multiple``); return the opset the file declares and whether the height and width are dynamic."""
     import onnx
 
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    batch = torch.export.Dim("batch", min=1)
+    blocks = MAX_IMAGE_SIDE // multiple
+    sized = {0: batch, 2: multiple * torch.export.Dim("height_blocks", min=1, max=blocks),
+             3: multiple * torch.export.Dim("width_blocks", min=1, max=blocks)}
     try:
-        torch.onnx.export(model, (example,), str(path), dynamo=True, input_names=[INPUT], output_names=[OUTPUT],
-                          dynamic_shapes=({0: torch.export.Dim("batch", min=1)},), opset_version=opset,
-                          external_data=weights > PROTOBUF_LIMIT, verbose=False)
+        dynamic = True
+        try:
+            torch.onnx.export(model, (example,), str(path), dynamo=True, input_names=[INPUT], output_names=[OUTPUT],
+                              dynamic_shapes=(sized,), opset_version=opset,
+                              external_data=weights > PROTOBUF_LIMIT, verbose=False)
+        except ImportError:
+            raise
+        except Exception:  # noqa: BLE001 - a model whose code fixes its size (a guard on H or W): one size
+            dynamic = False
+            torch.onnx.export(model, (example,), str(path), dynamo=True, input_names=[INPUT], output_names=[OUTPUT],
+                              dynamic_shapes=({0: batch},), opset_version=opset,
+                              external_data=weights > PROTOBUF_LIMIT, verbose=False)
     except ImportError as exc:  # onnxscript older than this torch's exporter (torch 2.11 needs onnxscript 0.6)
         versions = ", ".join(f"{name} {_installed(name)}" for name in ("onnx", "onnxscript"))
         raise ExportError(f"ONNX export: torch {torch.__version__} cannot use the installed {versions} ({exc}); "
                           "upgrade them: pip install -U onnx onnxscript") from None
     declared = onnx.load(str(path), load_external_data=False).opset_import
-    return next(entry.version for entry in declared if entry.domain in ("", "ai.onnx"))
+    return next(entry.version for entry in declared if entry.domain in ("", "ai.onnx")), dynamic
 
 
 def _installed(name: str) -> str:
@@ -248,7 +285,7 @@ def torchscript_parity(model: torch.nn.Module, path: Path, batches: list[torch.T
 
 
 def describe(generator: LoadedGenerator, path: Path, fmt: Format, size: tuple[int, int], opset: Optional[int],
-             parity: Parity) -> dict[str, Any]:
+             parity: Parity, dynamic_size: bool = False) -> dict[str, Any]:
     """The sidecar: everything a pipeline needs to feed the export and read its output.
 
     Tensors are named only in ONNX; a TorchScript module takes one positional tensor.
@@ -258,7 +295,8 @@ def describe(generator: LoadedGenerator, path: Path, fmt: Format, size: tuple[in
 
     def tensor(name: str, channels: int) -> dict[str, Any]:
         named = {"name": name} if fmt == "onnx" else {}
-        return {**named, "shape": ["batch", channels, *size], "dtype": "float32", "range": [-1.0, 1.0]}
+        sides: list[Any] = ["height", "width"] if dynamic_size else list(size)
+        return {**named, "shape": ["batch", channels, *sides], "dtype": "float32", "range": [-1.0, 1.0]}
 
     built = {"name": choice.name, **choice.options}
     for key, channels in zip(("in_channels", "out_channels"), generator.channels):
@@ -273,6 +311,10 @@ def describe(generator: LoadedGenerator, path: Path, fmt: Format, size: tuple[in
         "normalisation": "input = pixels / max_value * 2 - 1 (channels first, in the training channel order); "
                          "image = (output + 1) / 2 * max_value",
         "size_multiple": generator.size_multiple,
+        "dynamic_size": dynamic_size,
+        "sizes": (f"any height and width that are multiples of {generator.size_multiple} (checked at "
+                  + " and ".join(f"{h}x{w}" for h, w in parity.sizes) + ")") if dynamic_size
+        else f"{size[0]}x{size[1]} only",
         "checkpoint": str(generator.checkpoint.resolve()),
         "checkpoint_name": generator.checkpoint.name,
         "epoch": generator.epoch,

@@ -86,8 +86,9 @@ class OptimSection(Section):
     lr_schedule_d: Optional[ScheduleChoice] = Field(None, description="Separate LR schedule for D (null: same as G)")
     gradient_accumulation: int = Field(1, ge=1, description="Batches whose gradients are summed per update")
     grad_clip: Optional[float] = Field(None, gt=0, description="Clip each network's gradient norm to this")
-    d_every: int = Field(1, ge=1, description="Update D every N steps")
-    g_every: int = Field(1, ge=1, description="Update G every N steps (d_every=1, g_every=5: 5 D updates per G)")
+    d_every: int = Field(1, ge=1, description="Update D every N steps (trainers that declare it: pix2pix)")
+    g_every: int = Field(1, ge=1, description="Update G every N steps (d_every=1, g_every=5: 5 D updates per G; "
+                                              "trainers that declare it: pix2pix)")
 
 
 def registered_metrics(names: list[str], info: ValidationInfo) -> list[str]:
@@ -104,6 +105,11 @@ def registered_metrics(names: list[str], info: ValidationInfo) -> list[str]:
         elif name not in METRIC_NAMES:
             raise ValueError(f"unknown metric '{name}'; available: {', '.join(METRIC_NAMES)}")
     return names
+
+
+UPDATE_RATIO = "update_ratio"
+"""The capability of a trainer whose step honours ``optim.d_every`` and ``optim.g_every`` (see
+``TranslationTrainer.updates_due``); a config that sets either above 1 for another trainer is refused."""
 
 
 class ValidationSection(Section):

@@ -21,7 +21,7 @@ from typing import Iterator, Optional, Sequence
 
 import torch
 
-from nectargan_core import atomic_write_text, new_folder
+from nectargan_core import NectarGANError, atomic_write_text, new_folder
 
 from .data.augment import normalise
 from .data.decode import read_image, to_channels
@@ -29,6 +29,7 @@ from .evaluation import to_unit
 from .files import Job, plan
 from .images import PNG_COMPRESSION, Fit, FitMode, save_png, to_uint8
 from .inference import LoadedGenerator, load_generator
+from .tiling import Tiling
 
 
 @dataclass
@@ -37,15 +38,32 @@ class PredictReport:
 
     generator: LoadedGenerator
     out_dir: Path
-    fit: Fit
+    fit: Fit | Tiling
     written: list[Path]
+    #: ``--scale``: the factor inputs were resized by before the generator (outputs keep that size), or None.
+    scale: Optional[float] = None
+    #: Inputs larger than the training size that ran whole (not tiled), for a note.
+    larger: int = 0
+
+    def describe_fit(self) -> str:
+        scaled = f"scaled by {self.scale:g}, " if self.scale is not None else ""
+        return scaled + self.fit.describe()
 
     def summary(self) -> str:
         """One line for the command's output: how many images were written where, by which weights and fit."""
         count = len(self.written)
         direction = f"{self.generator.direction}, " if len(self.generator.directions) > 1 else ""
         return (f"wrote {count} image{'s' if count != 1 else ''} to {self.out_dir} ({direction}{self.generator.label}; "
-                f"{self.fit.describe()}) and {RECORD}")
+                f"{self.describe_fit()}) and {RECORD}")
+
+    def notes(self) -> list[str]:
+        """Advice for the user (stderr): images far larger than the training size that ran whole."""
+        size = self.generator.training_size
+        if not self.larger or not size:
+            return []
+        return [f"note: {self.larger} image(s) are larger than the training size {size}x{size} and ran whole, at "
+                f"a scale the model did not train at and with memory for every pixel; --tile {size} runs them in "
+                f"tiles of the training size (add --scale to shrink them first)"]
 
 
 def batches(jobs: list[Job], fit: Fit, batch_size: int) -> Iterator[list[Job]]:
@@ -62,25 +80,39 @@ def predict(target: str | Path, inputs: Sequence[str | Path], out_dir: Path, *, 
             which: str = "latest", batch_size: int = 1, device: str | torch.device = "cpu", fit: FitMode = "pad",
             size: Optional[tuple[int, int]] = None, png_compression: int = PNG_COMPRESSION,
             arch: Optional[str] = None, arch_options: Sequence[str] = (),
-            direction: Optional[str] = None) -> PredictReport:
+            direction: Optional[str] = None, tile: Optional[int | str] = None, overlap: Optional[int] = None,
+            scale: Optional[float] = None) -> PredictReport:
     """Find and check ``inputs`` (:func:`~nectargan_translate.files.plan`), then :func:`predict_jobs`."""
     return predict_jobs(target, plan(inputs, Path(out_dir), recursive), out_dir, which=which,
                         batch_size=batch_size, device=device, fit=fit, size=size, png_compression=png_compression,
-                        arch=arch, arch_options=arch_options, direction=direction)
+                        arch=arch, arch_options=arch_options, direction=direction, tile=tile, overlap=overlap,
+                        scale=scale)
 
 
 def predict_jobs(target: str | Path, jobs: list[Job], out_dir: Path, *, which: str = "latest",
                  batch_size: int = 1, device: str | torch.device = "cpu", fit: FitMode = "pad",
                  size: Optional[tuple[int, int]] = None, png_compression: int = PNG_COMPRESSION,
                  arch: Optional[str] = None, arch_options: Sequence[str] = (),
-                 direction: Optional[str] = None) -> PredictReport:
+                 direction: Optional[str] = None, tile: Optional[int | str] = None, overlap: Optional[int] = None,
+                 scale: Optional[float] = None) -> PredictReport:
     """Generate an output PNG (zlib level ``png_compression``) for every job; return what was written.
 
     ``direction`` picks the generator (CycleGAN: ``AtoB`` or ``BtoA``; None: the checkpoint's first).
     With ``arch``, ``target`` is a reference state dict (see :func:`~nectargan_translate.inference.load_generator`).
+    ``tile`` (a side, or ``"auto"``: the training size) runs each image in overlapping tiles blended without
+    seams (:class:`~nectargan_translate.tiling.Tiling`; ``overlap`` default: a quarter of the tile), ``batch_size``
+    tiles at a time. ``scale`` resizes each input by that factor first; outputs keep the scaled size.
     """
+    if (tile is not None or scale is not None) and (fit != "pad" or size is not None):
+        what = "--tile" if tile is not None else "--scale"
+        raise NectarGANError(f"{what} runs images at their own size: it does not go with --crop, --resize or --size")
+    if overlap is not None and tile is None:
+        raise NectarGANError("--overlap goes with --tile")
     generator = load_generator(target, which, device=device, arch=arch, arch_options=arch_options,
                                direction=direction)
+    if tile is not None or scale is not None:
+        return _predict_each(generator, jobs, Path(out_dir), tile=tile, overlap=overlap, scale=scale,
+                             batch_size=batch_size, png_compression=png_compression)
     if fit == "resize" and size is None and generator.training_size:
         size = (generator.training_size, generator.training_size)
     sizing = Fit(fit, generator.size_multiple, size, generator.config.data.options.get("interpolation", "bicubic"))
@@ -115,7 +147,49 @@ def predict_jobs(target: str | Path, jobs: list[Job], out_dir: Path, *, which: s
             while len(pending) > 2 * batch_size:
                 written.append(pending.popleft().result())
         written.extend(future.result() for future in pending)
-        report = PredictReport(generator, Path(out_dir), sizing, written)
+        training = generator.training_size
+        larger = sum(1 for job in jobs if training and max(job.height, job.width) > 2 * training) \
+            if sizing.mode == "pad" else 0
+        report = PredictReport(generator, Path(out_dir), sizing, written, larger=larger)
+        write_record(report)
+    return report
+
+
+def _predict_each(generator: LoadedGenerator, jobs: list[Job], out_dir: Path, *, tile: Optional[int | str],
+                  overlap: Optional[int], scale: Optional[float], batch_size: int,
+                  png_compression: int) -> PredictReport:
+    """One image at a time: scaled by ``scale``, then in blended tiles (``tile``) or whole (reflect-padded)."""
+    from torchvision.transforms.v2 import functional as F
+
+    from .data.augment import INTERPOLATION
+
+    if tile is not None:
+        side = generator.training_size if tile == "auto" else int(tile)
+        if side is None:
+            raise NectarGANError("--tile auto: this checkpoint records no training size; give --tile N")
+        sizing: Fit | Tiling = Tiling(side, side // 4 if overlap is None else overlap, generator.size_multiple)
+    else:
+        sizing = Fit("pad", generator.size_multiple)
+    if scale is not None and not 0 < scale <= 8:
+        raise NectarGANError(f"--scale {scale:g}: must be above 0 and at most 8")
+    in_channels = generator.channels[0]
+    model = generator.model
+    model_device = next(model.parameters()).device
+    interpolation = INTERPOLATION[generator.config.data.options.get("interpolation", "bicubic")]
+    written: list[Path] = []
+    with new_folder(out_dir), torch.inference_mode():
+        for job in jobs:
+            image = normalise(to_channels(read_image(job.source), in_channels)[None])
+            if scale is not None:
+                size = [max(1, round(job.height * scale)), max(1, round(job.width * scale))]
+                image = F.resize(image, size, interpolation=interpolation, antialias=True)
+            height, width = image.shape[-2:]
+            if isinstance(sizing, Tiling):
+                output = sizing.run(model, image, batch_size=batch_size, device=model_device)
+            else:
+                output = sizing.restore(model(sizing.prepare(image).to(model_device)), height, width)
+            written.append(save_png(out_dir / job.output, to_uint8(to_unit(output[0])).cpu(), png_compression))
+        report = PredictReport(generator, out_dir, sizing, written, scale=scale)
         write_record(report)
     return report
 
@@ -133,7 +207,7 @@ def write_record(report: PredictReport) -> Path:
         "epoch": generator.epoch,
         "global_step": generator.global_step,
         "direction": generator.direction,
-        "fit": report.fit.describe(),
+        "fit": report.describe_fit(),
         "written": time.strftime("%Y-%m-%d %H:%M:%S"),
         "outputs": sorted(str(path.relative_to(report.out_dir)) for path in report.written),
     }

@@ -27,7 +27,11 @@ BUILD_ERRORS = (ValueError, TypeError, NectarGANError)
 
 def check_config(config: Any, registry: Registry) -> None:
     """Raise a one-line :class:`ConfigError` (or ``DatasetError``) for what the config gets wrong."""
-    check_best_metric(config)
+    trainer = trainer_class(config, registry)
+    if trainer is not None:
+        check_data_kind(config, trainer)
+        check_update_ratio(config, trainer)
+    check_best_metric(config, registry)
     check_data(config)
     generator = meta_network("generator", lambda: build_generator(registry, config), config)
     discriminator = meta_network("discriminator", lambda: build_discriminator(registry, config), config)
@@ -58,14 +62,60 @@ def check_data(config: Any) -> None:
         check_cache_fits(config, options)
 
 
-def check_best_metric(config: Any) -> None:
-    """``checkpoint.best_metric`` names one of the metrics validation computes (else best.pt would never be written)."""
+def trainer_class(config: Any, registry: Any) -> Optional[type]:
+    """The class of the config's trainer, or None where the registry cannot give it (checks that need it skip)."""
+    try:
+        loaded = registry.get("trainer", config.trainer).load()
+    except Exception:  # noqa: BLE001 - the engine reports an unknown or broken trainer itself
+        return None
+    return loaded if isinstance(loaded, type) else None
+
+
+def check_data_kind(config: Any, trainer: type) -> None:
+    """A paired trainer is not given the unpaired dataset, nor an unpaired trainer the paired one."""
+    paired = getattr(trainer, "paired", True)
+    other = "unpaired" if paired else "paired"
+    if config.data.name == other:
+        kind = "aligned pairs" if paired else "two unpaired domains"
+        raise ConfigError(f"data.name: '{other}' is the wrong kind of data for trainer '{config.trainer}', which "
+                          f"trains on {kind}; choose a dataset of {kind} (the built-in one: "
+                          f"data.name={'paired' if paired else 'unpaired'})")
+
+
+def check_update_ratio(config: Any, trainer: type) -> None:
+    """``optim.d_every``/``g_every`` above 1 only for a trainer whose step honours them (its capabilities)."""
+    from .options import UPDATE_RATIO
+
+    optim = getattr(config, "optim", None)
+    if UPDATE_RATIO in getattr(trainer, "capabilities", ()):
+        return
+    for key in ("d_every", "g_every"):
+        value = getattr(optim, key, 1)
+        if value != 1:
+            raise ConfigError(f"optim.{key}: trainer '{config.trainer}' updates D and G at every step (it does not "
+                              f"declare the capability '{UPDATE_RATIO}'); leave optim.{key} at 1, or, as the "
+                              "trainer's author, follow TranslationTrainer.updates_due in train_step and declare "
+                              "the capability")
+
+
+def check_best_metric(config: Any, registry: Any = None) -> None:
+    """``checkpoint.best_metric`` names one of the metrics validation computes (else best.pt would never be written).
+
+    With ``registry``, the trainer's class is read: the names in its ``validation_metrics`` count too, and a
+    trainer that overrides ``validate`` without declaring them is not checked here (the engine warns at the
+    first validation that lacks the metric).
+    """
     from .options import ValidationSection
 
     key, validation = config.checkpoint.best_metric, getattr(config, "validation", None)
     if not isinstance(validation, ValidationSection):  # another trainer's validation names its metrics its own way
         return
-    metrics = list(validation.metrics)
+    trainer = trainer_class(config, registry) if registry is not None else None
+    extra = list(getattr(trainer, "validation_metrics", ()))
+    own_validate = getattr(getattr(trainer, "validate", None), "__qualname__", "") != "TranslationTrainer.validate"
+    if trainer is not None and not extra and own_validate and getattr(trainer, "paired", False):
+        return  # its own validate: what it returns is known only when it runs
+    metrics = list(validation.metrics) + extra
     if not key or not metrics or key.removeprefix("val/") in metrics:
         return
     choices = ", ".join(f"val/{name}" for name in metrics)

@@ -195,7 +195,8 @@ def split_dataset(generator: LoadedGenerator, split: str, *, data_root: Optional
                            + ("" if data_root is not None or "root" not in options else "; pass --data-root DIR")) \
             from None
     if not callable(getattr(dataset, "domain", None)) and len(dataset):
-        check_dataset_item(dataset, component.name, component.provided_by, view, generator.channels)
+        channels = generator.channels if generator.direction != "BtoA" else generator.channels[::-1]
+        check_dataset_item(dataset, component.name, component.provided_by, view, channels)
     return dataset, options, view
 
 
@@ -227,7 +228,9 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
     if not len(dataset):
         raise DatasetError(f"{dataset_label(dataset, generator)}: no images in the {split} split")
     cycle = callable(getattr(dataset, "domain", None))
-    suffix = (f"-{generator.direction}" if cycle else "") + ("" if mode == "eval" else "-train-mode")
+    # each direction its own folder where there is more than one (a paired run of two generators, CycleGAN)
+    suffix = (f"-{generator.direction}" if cycle or len(generator.directions) > 1 else "") + (
+        "" if mode == "eval" else "-train-mode")
     out_dir = Path(out_dir) if out_dir is not None else (
         run_dir_of(generator.checkpoint) / "test" / f"{generator.tag}-{split}{suffix}")
     sweep_stale_temps(out_dir.parent)  # the staging folder (``.NAME.tmp-PID``) of a test killed midway
@@ -257,8 +260,14 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
 def _test_pairs(generator: LoadedGenerator, dataset: Any, split: str, mode: Mode, out_dir: Path,
                 staging: Path, grid: bool, *, batch_size: int, root: Optional[str], metrics: Sequence[str] = METRICS,
                 registry: Any = None) -> EvaluationReport:
-    """Each output against its target, next to the output = input baseline; files go to ``staging``."""
+    """Each output against its target, next to the output = input baseline; files go to ``staging``.
+
+    The generator of ``AtoB`` translates each item's ``A`` and is scored
+    against its ``B``; that of ``BtoA`` (a trainer with a generator each way)
+    translates ``B`` and is scored against ``A``.
+    """
     names, sources, data_root, batches = _pairs_of(dataset, generator, batch_size, root)
+    source, goal = ("B", "A") if generator.direction == "BtoA" else ("A", "B")
     in_channels, out_channels = generator.channels
     fit = Fit("pad", generator.size_multiple)
     model, target_device = generator.model, next(generator.model.parameters()).device
@@ -271,7 +280,7 @@ def _test_pairs(generator: LoadedGenerator, dataset: Any, split: str, mode: Mode
         torch.manual_seed(generator.config.run.seed)
         position = 0
         for batch in batches:
-            real_a, real_b = batch["A"].to(target_device), batch["B"].to(target_device)
+            real_a, real_b = batch[source].to(target_device), batch[goal].to(target_device)
             height, width = real_a.shape[-2:]
             fake_b = fit.restore(model(fit.prepare(real_a)), height, width)
             for name, scores in per_image(fake_b, real_b, metrics, registry).items():

@@ -31,6 +31,21 @@ from .generators import GeneratorSpec
 from .options import ValidationSection, data_channels
 from .training import EarlyStopping, check_sync_batchnorm, make_adam, make_lr_schedulers, write_epoch_examples
 
+class DatasetEpochSampler(ResumableSampler):
+    """The training sampler of another plugin's dataset: also tells the dataset the epoch (``set_epoch``), if it
+    has one, so per-epoch randomness (crops, flips) can follow it, a resumed epoch included."""
+
+    def __init__(self, dataset: Any, *, seed: int) -> None:
+        super().__init__(len(dataset), seed=seed)
+        self.dataset = dataset
+
+    def set_epoch(self, epoch: int) -> None:
+        super().set_epoch(epoch)
+        set_epoch = getattr(self.dataset, "set_epoch", None)
+        if callable(set_epoch):
+            set_epoch(epoch)
+
+
 class TranslationTrainer(Trainer):
     """Base class of an image-to-image translation trainer: declare the generators, build the networks, write the step.
 
@@ -54,14 +69,21 @@ class TranslationTrainer(Trainer):
         "update_d", "lr_units", "precision", "early_stopping",
         # what a subclass calls, never redefines
         "setup_data", "dataset", "optional_split", "builtin_dataset", "memory_format", "to_device", "compiled",
-        "setup_updates", "translator", "eval_loader", "example_source",
+        "setup_updates", "translator", "eval_loader", "example_source", "updates_due",
+        # the base's own hooks (a subclass's on_epoch_end and on_load_checkpoint run beside them)
+        "finish_epoch", "refresh_after_resume",
         # the example images, cached by example_batch
         "_examples",
     })
     """This class's state and helpers: a subclass that defines one of these names, or assigns one, is refused in
     one line. A subclass may override ``check_config``, ``generator_spec``, ``describe``, ``train_dataloader``,
-    ``example_indices``, ``example_batch``, ``write_examples``, ``validate``, ``on_load_checkpoint`` and
-    ``on_epoch_end`` (calling the base's)."""
+    ``example_indices``, ``example_batch``, ``write_examples`` and ``validate``, and may implement any hook,
+    ``on_epoch_end`` and ``on_load_checkpoint`` included: the base's epoch-end work (epoch-unit LR schedules, the
+    example grid) and its LR refresh after a resume are hooks of their own, which run whether or not a subclass
+    calls ``super()``."""
+    #: Metrics an overridden ``validate`` returns besides ``validation.metrics`` (without ``val/``), which
+    #: ``checkpoint.best_metric`` may then name; checked before the run directory exists.
+    validation_metrics: ClassVar[tuple[str, ...]] = ()
     #: Every process validates its share of the val split; the sums are reduced.
     distributed_validation = True
     #: The columns of a paired trainer's example grids.
@@ -87,12 +109,16 @@ class TranslationTrainer(Trainer):
 
     @classmethod
     def check_config(cls, config: Any, registry: Any) -> None:
-        """Before the run directory exists (after the engine's checks, precision on this device among them):
+        """Before the run directory exists (after the engine's checks, precision on this device among them): the
+        kind of data, ``optim.d_every``/``g_every`` (for a trainer without the ``update_ratio`` capability),
         ``best_metric``, and the built-in dataset's folder and train split (listed, not read). pix2pix and the
-        guide's trainer also check their networks and the image size (``check_translation_config``)."""
-        from .preflight import check_best_metric, check_data, check_unpaired_data
+        guide's trainer call ``check_translation_config`` instead, which checks all that and their networks and
+        the image size."""
+        from .preflight import check_best_metric, check_data, check_data_kind, check_unpaired_data, check_update_ratio
 
-        check_best_metric(config)
+        check_data_kind(config, cls)
+        check_update_ratio(config, cls)
+        check_best_metric(config, registry)
         (check_data if cls.paired else check_unpaired_data)(config)
 
     # -- set-up ------------------------------------------------------------
@@ -101,12 +127,10 @@ class TranslationTrainer(Trainer):
 
         Refuses first what cannot run (``check_sync_batchnorm``).
         """
+        from .preflight import check_data_kind
+
         check_sync_batchnorm(self)
-        other = "unpaired" if self.paired else "paired"
-        if self.config.data.name == other:
-            kind = "aligned pairs" if self.paired else "two unpaired domains"
-            raise ConfigError(f"data.name: '{other}' is the wrong kind of data for trainer '{self.name}', which "
-                              f"trains on {kind}; set data.name={self.builtin_dataset}")
+        check_data_kind(self.config, type(self))
         self.train_set = self.dataset("train")
         self.val_set = self.optional_split("val")
         if isinstance(self.config.validation, ValidationSection):  # its early_stop_* options
@@ -248,21 +272,56 @@ class TranslationTrainer(Trainer):
         if isinstance(self.train_set, (PairedDataset, UnpairedDataset)):
             return build_dataloader(self.train_set, device=self.device)
         batch_size = int(batch_size_of(self.config.data.options, "train") or getattr(self.train_set, "batch_size", 1))
-        sampler = ResumableSampler(len(self.train_set), seed=self.config.run.seed)
+        sampler = DatasetEpochSampler(self.train_set, seed=self.config.run.seed)
         return DataLoader(self.train_set, batch_size=batch_size, sampler=sampler)
 
-    # -- epochs and examples ---------------------------------------------------
-    @hookimpl
-    def on_load_checkpoint(self) -> None:
-        """After a resume, the LR the (possibly re-fitted) schedule gives now, not the one saved with the old."""
-        refresh_lr(self.sched_g)
-        refresh_lr(self.sched_d)
+    def updates_due(self) -> tuple[bool, bool]:
+        """Whether D and whether G update at this step: ``optim.d_every`` and ``optim.g_every`` of the global step.
 
-    @hookimpl
-    def on_epoch_end(self, epoch: int) -> None:
-        """Epoch-unit LR schedules step; the epoch's example grid is written (``examples.every``)."""
+        A trainer that follows it in ``train_step`` (entering ``update_d`` only
+        when D is due, ``update_g`` only when G is) declares the capability
+        ``UPDATE_RATIO``, and its users may set the two keys; it also adds the
+        pair to its ``graph_key``, as pix2pix does.
+        """
+        optim = self.config.optim
+        return self.global_step % optim.d_every == 0, self.global_step % optim.g_every == 0
+
+    # -- epochs and examples ---------------------------------------------------
+    # The base's own hooks are registered under names of their own (pluggy's ``specname``), so a subclass that
+    # defines on_load_checkpoint or on_epoch_end adds its code and cannot switch the base's off by not calling
+    # super(). Both are reserved.
+    @hookimpl(specname="on_load_checkpoint")
+    def refresh_after_resume(self) -> None:
+        """After a resume, the LR the (possibly re-fitted) schedule gives now, not the one saved with the old; a
+        change is said in one line (a schedule fitted to ``loop.epochs`` changes when a resume raises it)."""
+        changes = []
+        for label, scheduler in (("G", self.sched_g), ("D", self.sched_d)):
+            saved = [group["lr"] for group in scheduler.optimizer.param_groups]
+            refresh_lr(scheduler)
+            now = [group["lr"] for group in scheduler.optimizer.param_groups]
+            if any(abs(a - b) > 1e-3 * max(abs(a), abs(b), 1e-12) for a, b in zip(saved, now)):
+                changes.append(f"{label} {saved[0]:.3g} -> {now[0]:.3g}")
+        if changes and self.is_main:
+            epochs = self.config.loop.epochs
+            print(f"warning: the learning rate changed on resume ({', '.join(changes)}) at epoch {self.epochs_done + 1} "
+                  f"of {epochs}: optim.lr_schedule is fitted to loop.epochs, which this resume changed; to keep the "
+                  "saved plan, resume with the run's loop.epochs, or give the schedule its own lengths (e.g. "
+                  "optim.lr_schedule: {name: pix2pix_linear, n_epochs: N, n_epochs_decay: M})", file=sys.stderr)
+
+    @hookimpl(specname="on_epoch_end", tryfirst=True)
+    def finish_epoch(self, epoch: int) -> None:
+        """Epoch-unit LR schedules step; the epoch's example grid is written (``examples.every``). Runs before
+        a subclass's on_epoch_end, which sees the next epoch's learning rate."""
         self.kit.step_epoch_schedulers()
         write_epoch_examples(self, epoch)
+
+    def on_load_checkpoint(self) -> None:
+        """Nothing: the base refreshes the LR in a hook of its own. A subclass may define this hook
+        (``@hookimpl``); calling ``super()`` is harmless and not needed."""
+
+    def on_epoch_end(self, epoch: int) -> None:
+        """Nothing: the base's epoch-end work runs in a hook of its own (before a subclass's). A subclass may
+        define this hook (``@hookimpl``); calling ``super()`` is harmless and not needed."""
 
     def example_indices(self, total: int, count: int) -> list[int]:
         """Which of the example split's ``total`` images the grids show: ``count`` spread over it by ``run.seed``."""

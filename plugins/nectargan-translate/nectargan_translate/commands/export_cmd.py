@@ -35,7 +35,7 @@ TOLERANCE_OPTION = BoundedFloat(0.0, 2.0, "outputs lie in [-1, 1], so a larger t
 @direction_option
 def export_command(target: Path, fmt: str, which: str, output: Optional[Path], size: Optional[tuple[int, int]],
                    opset: int, tolerance: float, direction: Optional[str]) -> None:
-    """Export the generator (eval mode, dynamic batch axis) and check it against PyTorch.
+    """Export the generator (eval mode, dynamic batch axis; ONNX: any height and width) and check it against PyTorch.
 
     The export is run on random batches of 2 and 1 and compared with the
     PyTorch model (ONNX through onnxruntime when installed; TorchScript by
@@ -67,5 +67,5 @@ def export_command(target: Path, fmt: str, which: str, output: Optional[Path], s
     report = export_generator(target, which, fmt=fmt, output=output, size=size, opset=opset, tolerance=tolerance,
                               direction=direction)
     click.echo(printable_lines(report.parity.describe()))
-    click.echo(printable(f"wrote {report.path} ({report.size[0]}x{report.size[1]}, dynamic batch; {report.weights}) "
+    click.echo(printable(f"wrote {report.path} ({report.describe_sizes()}; {report.weights}) "
                          f"and {report.sidecar.name}"))

@@ -33,6 +33,21 @@ class SizeType(click.ParamType):
         return height, int(sides[1]) if len(sides) > 1 else height
 
 
+class TileType(click.ParamType):
+    """``N`` (a tile side) or ``auto`` (the training size)."""
+
+    name = "N|auto"
+
+    def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> int | str:
+        if isinstance(value, int) or value == "auto":
+            return value
+        text = str(value).strip()
+        if not text.isdigit() or len(text) > len(str(MAX_IMAGE_SIDE)) or not 1 <= int(text) <= MAX_IMAGE_SIDE:
+            self.fail(f"{value!r} is not a tile side; use a number of pixels from 1 to {MAX_IMAGE_SIDE}, or auto "
+                      "(the training size)", param, ctx)
+        return int(text)
+
+
 def check_device(ctx: click.Context, param: click.Parameter, value: str) -> str:
     if not DEVICE_PATTERN.match(value):
         raise click.BadParameter(f"{value!r}: use auto, cpu, cuda, cuda:N or mps", ctx, param)

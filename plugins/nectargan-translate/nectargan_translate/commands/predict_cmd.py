@@ -7,9 +7,9 @@ from typing import Optional
 
 import click
 
-from nectargan_core import BATCH_OPTION, printable_lines
+from nectargan_core import BATCH_OPTION, MAX_IMAGE_SIDE, printable_lines
 
-from .options import (SizeType, check_reference_options, checkpoint_option, device_option, direction_option,
+from .options import (SizeType, TileType, check_reference_options, checkpoint_option, device_option, direction_option,
                       reference_options)
 
 
@@ -30,12 +30,20 @@ from .options import (SizeType, check_reference_options, checkpoint_option, devi
 @click.option("--resize", "fit", flag_value="resize",
               help="Resize to --size (default: the training size) and the output back to the input's size.")
 @click.option("--size", type=SizeType(), metavar="N|HxW", default=None, help="Side N or HxW for --crop and --resize.")
+@click.option("--tile", type=TileType(), metavar="N|auto", default=None,
+              help="Run each image in overlapping N x N tiles blended without seams (auto: the training size); "
+                   "any image size, memory bounded by the tile and --batch-size (tiles per pass).")
+@click.option("--overlap", type=click.IntRange(0, MAX_IMAGE_SIDE), metavar="PX", default=None,
+              help="With --tile: pixels neighbouring tiles share, blended (default: a quarter of the tile).")
+@click.option("--scale", type=click.FloatRange(0, 8, min_open=True), metavar="F", default=None,
+              help="Resize each input by F first (0.5: half size); outputs keep the scaled size.")
 @click.option("--png-compression", type=click.IntRange(0, 9), default=1, show_default=True,
               help="zlib level of the output PNGs (lossless at every level; 9: smallest files, slowest).")
 @direction_option
 @reference_options
 def predict_command(target: Path, inputs: tuple[Path, ...], out_dir: Path, which: str, batch_size: int,
                     device: str, recursive: bool, fit: str, size: Optional[tuple[int, int]],
+                    tile: Optional[int | str], overlap: Optional[int], scale: Optional[float],
                     png_compression: int, direction: Optional[str], arch: Optional[str],
                     arch_options: tuple[str, ...]) -> None:
     """Run a trained generator on images; write one PNG per input, named after it.
@@ -45,12 +53,15 @@ def predict_command(target: Path, inputs: tuple[Path, ...], out_dir: Path, which
     (grey to RGB, alpha dropped; 16-bit keeps its full range) and may have any
     size: the generator needs multiples of 2**depth, so by default each image
     is reflect-padded up to the next multiple and its output cropped back.
+    Photographs much larger than the training size run best in tiles of the
+    training size (--tile auto), which the model saw in training.
 
     \b
     Examples:
       nectargan predict runs/facades/version_0 photos/ -o out/
       nectargan predict runs/facades/version_0/checkpoints/best.pt a.png b.jpg -o out/ --batch-size 8
       nectargan predict runs/facades/version_0 big/ -o out/ --resize --size 256
+      nectargan predict runs/edges2photos/version_0 photos/ -o out/ --tile auto --overlap 32
       nectargan predict latest_net_G.pth photos/ -o out/ --arch unet_256
       nectargan predict runs/horse2zebra/version_0 zebras/ -o horses/ --direction BtoA
     """
@@ -65,5 +76,7 @@ def predict_command(target: Path, inputs: tuple[Path, ...], out_dir: Path, which
 
     report = predict_jobs(target, jobs, out_dir, which=which, batch_size=batch_size, device=resolve_device(device),
                           fit=fit, size=size, png_compression=png_compression, arch=arch,
-                          arch_options=arch_options, direction=direction)
+                          arch_options=arch_options, direction=direction, tile=tile, overlap=overlap, scale=scale)
+    for note in report.notes():
+        click.echo(printable_lines(note), err=True)
     click.echo(printable_lines(report.summary()))

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import click
 
 from nectargan_core import BATCH_OPTION, printable, printable_lines
 
-from .options import check_reference_options, checkpoint_option, device_option, direction_option, reference_options
+from .options import check_reference_options, checkpoint_option, device_option, reference_options
 
 
 @click.command("test")
@@ -30,7 +30,9 @@ from .options import check_reference_options, checkpoint_option, device_option, 
 @click.option("--data-root", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Dataset folder, when the run's data.root does not resolve from here.")
 @click.option("--grid", is_flag=True, help="Also write input | output | target grids to grids/.")
-@direction_option
+@click.option("--direction", type=click.Choice(["AtoB", "BtoA"]), default=None,
+              help="Which generator: AtoB or BtoA. Default: every direction the checkpoint has (CycleGAN: both, "
+                   "each in its own folder; pix2pix: its one).")
 @reference_options
 def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out_dir: Optional[Path],
                  batch_size: Optional[int], device: str, data_root: Optional[Path], grid: bool,
@@ -44,7 +46,9 @@ def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out
     images in [0, 1]. On an unpaired split (CycleGAN) the generator of
     --direction translates its input domain and the other generator
     translates back: the metrics compare that reconstruction with the input,
-    and reconstructions/ takes the place of targets/.
+    and reconstructions/ takes the place of targets/. Without --direction, a
+    checkpoint with a generator each way (CycleGAN) is tested both ways, each
+    direction in its own folder, as the reference's test.py does.
 
     \b
     Examples:
@@ -59,10 +63,22 @@ def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out
 
     from ..tester import run_test
 
-    report = run_test(run_dir, which, split=split, mode=mode, out_dir=out_dir, batch_size=batch_size,
-                      device=resolve_device(device), data_root=data_root, grid=grid, arch=arch,
-                      arch_options=arch_options, direction=direction)
-    click.echo(printable_lines(report.summary()))
-    click.echo(printable(f"results: {report.out_dir}" + (" (replaced the earlier results there)" if report.replaced
-                                                          else "")))
-    click.echo(printable(f"page: {report.page}"))
+    def one(chosen: Optional[str], out: Optional[Path]) -> Any:
+        report = run_test(run_dir, which, split=split, mode=mode, out_dir=out, batch_size=batch_size,
+                          device=resolve_device(device), data_root=data_root, grid=grid, arch=arch,
+                          arch_options=arch_options, direction=chosen)
+        click.echo(printable_lines(report.summary()))
+        click.echo(printable(f"results: {report.out_dir}" + (" (replaced the earlier results there)"
+                                                              if report.replaced else "")))
+        click.echo(printable(f"page: {report.page}"))
+        return report
+
+    first = one(direction, out_dir)
+    others = first.generator.directions[1:] if direction is None else ()
+    if others and out_dir is not None:
+        click.echo(printable(f"note: {run_dir} has a generator for {', '.join(others)} too; with --out only "
+                             f"{first.generator.direction} was tested (give --direction and another --out for the "
+                             "other)"), err=True)
+    elif others:  # as the reference's test.py: every direction the checkpoint has, each in its own folder
+        for other in others:
+            one(other, None)

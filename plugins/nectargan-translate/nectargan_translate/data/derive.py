@@ -20,12 +20,13 @@ from typing import Callable, Optional
 import numpy as np
 from PIL import Image, ImageFilter
 
-from nectargan_core import commit_folder, staging
+from nectargan_core import staging
 
 from .errors import DatasetError
 from .listing import photo_folders
 from .options import SPLITS
-from .pixels import UnreadableImage, open_upright
+from .pixels import UnreadableImage, open_photo
+from .tiles import output_folder, publish
 
 METHODS = ("edges", "grey", "blur", "downscale", "jpeg", "mask")
 
@@ -48,6 +49,8 @@ class Derivation:
             raise DatasetError(f"unknown derivation {self.method!r}; choose one of {', '.join(METHODS)}")
         if self.method == "edges" and not 0 <= self.low <= self.high:
             raise DatasetError(f"--low {self.low} and --high {self.high}: need 0 <= low <= high")
+        if self.method == "blur" and self.sigma <= 0:
+            raise DatasetError(f"--sigma {self.sigma:g}: a blur needs a radius above 0")
 
     def describe(self) -> str:
         """The derivation in a few words, for the command's last line."""
@@ -130,6 +133,8 @@ class DeriveReport:
     """What ``data derive`` wrote, per split (``all`` for a flat folder)."""
 
     pairs: dict[str, int] = field(default_factory=dict)
+    reduced: list[Path] = field(default_factory=list)  # photographs of more than 8 bits per sample, written in 8
+    loose: list[Path] = field(default_factory=list)  # images beside the split folders, not read
 
 
 def derive_pairs(source: Path, out: Path, derivation: Derivation,
@@ -140,11 +145,10 @@ def derive_pairs(source: Path, out: Path, derivation: Derivation,
     ``out``. Photographs are read upright one at a time; ``out`` appears only
     when every pair is written.
     """
-    listed = photo_folders(source, SPLITS, "derive pairs from")
+    listed, loose = photo_folders(source, SPLITS, "derive pairs from")
     total = sum(len(photos) for photos in listed.values())
-    if out.exists() and not (out.is_dir() and not any(out.iterdir())):
-        raise DatasetError(f"{out}: folder is not empty; choose a new output folder")
-    report = DeriveReport()
+    out = output_folder(out, source)
+    report = DeriveReport(loose=loose)
     done = 0
     with staging(out) as stage:
         for key, photos in listed.items():
@@ -152,20 +156,19 @@ def derive_pairs(source: Path, out: Path, derivation: Derivation,
             target.mkdir(parents=True, exist_ok=True)
             for path in photos:
                 try:
-                    photo = open_upright(path)
+                    photo, bits = open_photo(path)
                 except UnreadableImage as exc:
                     raise DatasetError(str(exc)) from None
-                if photo.mode not in ("L", "RGB", "RGBA"):
-                    photo = photo.convert("RGBA" if "A" in photo.getbands() or "transparency" in photo.info
-                                          else "RGB")
+                if bits > 8:
+                    report.reduced.append(path)
                 derived = derivation.apply(photo, path.name)
                 joined = Image.new(photo.mode, (photo.width * 2, photo.height))
                 joined.paste(derived, (0, 0))
                 joined.paste(photo, (photo.width, 0))
-                joined.save(target / f"{path.stem}.png", format="PNG")
+                joined.save(target / f"{path.stem}.png", format="PNG", icc_profile=photo.info.get("icc_profile"))
                 done += 1
                 if progress is not None:
                     progress(done, total)
             report.pairs[key or "all"] = len(photos)
-        commit_folder(stage, out)
+        publish(stage, out)
     return report

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Optional, Sequence
 
-from nectargan_core import file_kind
+from nectargan_core import file_kind, printable
 
 from .errors import DatasetError
 
@@ -44,15 +44,16 @@ def list_images(folder: Path) -> list[Path]:
     )
 
 
-def photo_folders(source: Path, splits: Sequence[str], purpose: str) -> dict[str, list[Path]]:
+def photo_folders(source: Path, splits: Sequence[str], purpose: str) -> tuple[dict[str, list[Path]], list[Path]]:
     """The images the photo tools (``data tile``, ``data derive``) read, by split: ``{split: images}`` when
-    ``source`` holds split folders, else ``{"": images}``; a one-line DatasetError for a missing folder, an
-    entry named like an image that is no file, two images whose names differ only in the extension (both
-    would be written under one name), or no image at all."""
+    ``source`` holds split folders, else ``{"": images}``; and the images left beside split folders (not read).
+    A one-line DatasetError for a missing folder, an entry named like an image that is no file, two images
+    whose names differ only in the extension (both would be written under one name), or no image at all."""
     if not source.is_dir():
         raise DatasetError(f"{source}: folder does not exist")
     present = [s for s in splits if (source / s).is_dir()]
     folders = {s: source / s for s in present} if present else {"": source}
+    loose = list_images(source) if present else []
     listed: dict[str, list[Path]] = {}
     for key, folder in folders.items():
         problems = not_image_files(folder)
@@ -61,13 +62,13 @@ def photo_folders(source: Path, splits: Sequence[str], purpose: str) -> dict[str
         listed[key] = list_images(folder)
         stems: dict[str, Path] = {}
         for path in listed[key]:
-            if path.stem in stems:
-                raise DatasetError(f"{path}: has the name of {stems[path.stem].name} but for the extension; the "
-                                   "outputs of both would get one name: rename one")
-            stems[path.stem] = path
+            if path.stem.lower() in stems:
+                raise DatasetError(printable(f"{path}: has the name of {stems[path.stem.lower()].name} but for the "
+                                             "extension; the outputs of both would get one name: rename one"))
+            stems[path.stem.lower()] = path
     if not any(listed.values()):
         raise DatasetError(f"{source}: no images (.png, .jpg, ...) to {purpose}")
-    return listed
+    return listed, loose
 
 
 def not_image_files(folder: Path) -> list[str]:

@@ -101,6 +101,54 @@ def open_upright(path: Path) -> Image.Image:
     return turned
 
 
+@functools.lru_cache(maxsize=None)
+def pillow_orients_tiff() -> bool:
+    """Whether the installed Pillow applies a TIFF's Orientation tag when it opens the file (newer releases do,
+    and drop the tag; older ones leave both to the caller). Found once, on a 2x1 TIFF made in memory."""
+    buffer = io.BytesIO()
+    Image.new("L", (2, 1)).save(buffer, format="TIFF", tiffinfo={ORIENTATION_TAG: 6})
+    buffer.seek(0)
+    with Image.open(buffer) as image:
+        return image.size == (1, 2)
+
+
+#: The photo tools (``data tile``, ``data derive``) read photographs of up to this many pixels (a 200-megapixel
+#: phone photo is 2e8); Pillow's own limit (about 179 million, twice its warning threshold) guards training.
+PHOTO_PIXELS = 400_000_000
+
+
+def open_photo(path: Path) -> tuple[Image.Image, int]:
+    """A photograph for the photo tools: loaded, upright, in 8-bit ``L``, ``RGB`` or ``RGBA``; and the bits per
+    sample it had (16 or 32 for images scaled down to 8, else 8). :class:`UnreadableImage` naming the file."""
+    limit = Image.MAX_IMAGE_PIXELS
+    Image.MAX_IMAGE_PIXELS = PHOTO_PIXELS // 2  # Pillow refuses at twice this
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = open_upright(path)
+    finally:
+        Image.MAX_IMAGE_PIXELS = limit
+    return to_8bit(image)
+
+
+def to_8bit(image: Image.Image) -> tuple[Image.Image, int]:
+    """``image`` in 8-bit ``L``, ``RGB`` or ``RGBA`` (16-bit and 32-bit grey scaled by their full range, float grey
+    read as 0..1 when it stays within it, else 0..255; palettes and CMYK converted); and its bits per sample."""
+    if image.mode in ("L", "RGB", "RGBA"):
+        return image, 8
+    if image.mode in ("I;16", "I;16L", "I;16B", "I;16N", "I"):
+        array = np.asarray(image, dtype=np.float64)
+        bits = 16 if image.mode != "I" or array.max(initial=0) <= 65535 else 32
+        array = np.clip(array, 0, 2 ** bits - 1) * (255 / (2 ** bits - 1))
+        return Image.fromarray(np.round(array).astype(np.uint8), "L"), bits
+    if image.mode == "F":
+        array = np.nan_to_num(np.asarray(image, dtype=np.float64))
+        scale = 255.0 if array.size and 0 <= array.min() and array.max() <= 1 else 1.0
+        return Image.fromarray(np.round(np.clip(array * scale, 0, 255)).astype(np.uint8), "L"), 32
+    alpha = "A" in image.getbands() or "transparency" in image.info
+    return image.convert("RGBA" if alpha else "RGB" if image.mode not in ("1", "LA") else "L"), 8
+
+
 def oriented_size(path: Path) -> tuple[int, int, int]:
     """``(width, height, orientation)`` from the header: the size after the EXIF orientation is applied."""
     try:
@@ -121,6 +169,8 @@ def exif_orientation(image: Image.Image) -> int:
     """
     if image.format == "PNG" and "exif" not in image.info:
         return 1  # Pillow would decode the whole image to look for an eXIf chunk after the data
+    if image.format == "TIFF" and pillow_orients_tiff():
+        return 1  # this Pillow turns a TIFF upright itself (its size and pixels are already the upright ones)
     try:
         value = image.getexif().get(ORIENTATION_TAG, 1)
     except Exception:  # noqa: BLE001 - a broken EXIF block does not make the pixels unreadable

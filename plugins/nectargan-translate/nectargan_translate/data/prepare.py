@@ -22,7 +22,7 @@ from typing import Optional
 
 from PIL import Image
 
-from nectargan_core import atomic_write, atomic_write_text, commit_folder, staging
+from nectargan_core import atomic_write, atomic_write_text, commit_folder, printable, staging
 
 from .check import SPLIT_MARKER, image_size
 from .domains import DOMAINS, domain_dir
@@ -108,9 +108,10 @@ def split_folder(folder: Path, *, val: float, test: float, seed: int, copy: bool
 
     ``group``: keep the tiles of one photograph (the names ``data tile``
     writes, ``<photo>__x<left>y<top>``) in one split: the photographs are
-    shuffled instead, and each goes, with all its tiles, to val while that
-    brings val's count nearer ``round(n * val)`` images, else to test likewise,
-    else to train. None (the default): grouped when every name is a tile's.
+    shuffled instead (an image not named as a tile is a photograph of its
+    own), and each goes, with all its tiles, to val while that brings val's
+    count nearer ``round(n * val)`` images, else to test likewise, else to
+    train. None (the default): grouped when any name is a tile's.
 
     The assignment is written to ``folder/.nectargan-split.json`` before the
     first file moves and the file is deleted after the last: while it exists,
@@ -162,11 +163,11 @@ def _plan_split(folder: Path, *, val: float, test: float, seed: int, group: Opti
     if len(names) - n_val - n_test < 1:
         raise DatasetError(f"{folder}: {len(names)} image(s) leave none for train with --val {val} --test {test}")
     sources = {name: source_of(Path(name).stem if not paired else name) for name in names}
-    tiled = all(source is not None for source in sources.values())
+    tiled = any(source is not None for source in sources.values())
     if group and not tiled:
-        odd = next(name for name, source in sources.items() if source is None)
-        raise DatasetError(f"{folder}: --group keeps the tiles of one photograph together, but {odd} is not named "
-                           "as 'data tile' names tiles (<photo>__x<left>y<top>); split without --group")
+        raise DatasetError(printable(f"{folder}: --group keeps the tiles of one photograph together, but no name is "
+                                     "a tile's as 'data tile' names them (<photo>__x<left>y<top>); split without "
+                                     "--group"))
     groups = None
     if group or (group is None and tiled):
         chosen, groups = _deal_groups(names, sources, n_val, n_test, seed)
@@ -184,10 +185,12 @@ def _plan_split(folder: Path, *, val: float, test: float, seed: int, group: Opti
 
 def _deal_groups(names: list[str], sources: dict[str, Optional[str]], n_val: int, n_test: int,
                  seed: int) -> tuple[dict[str, list[str]], dict[str, int]]:
-    """The names per split when each photograph's tiles stay together, and the photographs per split."""
-    tiles: dict[str, list[str]] = {}
+    """The names per split when each photograph's tiles stay together, and the photographs per split; a name that
+    is no tile's is a photograph of its own."""
+    tiles: dict[tuple[bool, str], list[str]] = {}
     for name in names:
-        tiles.setdefault(str(sources[name]), []).append(name)
+        source = sources[name]
+        tiles.setdefault((True, source) if source is not None else (False, name), []).append(name)
     photos = sorted(tiles)
     random.Random(seed).shuffle(photos)
     chosen: dict[str, list[str]] = {split: [] for split in SPLITS}
@@ -273,10 +276,10 @@ def _plan_unpaired(folder: Path, *, val: float, test: float, seed: int,
             raise DatasetError(f"{source}: {len(names)} image(s) leave none for train with --val {val} "
                                f"--test {test}")
         sources_of = {name: source_of(Path(name).stem) for name in names}
-        tiled = all(photo is not None for photo in sources_of.values())
+        tiled = any(photo is not None for photo in sources_of.values())
         if group and not tiled:
-            raise DatasetError(f"{source}: --group keeps the tiles of one photograph together, but not every "
-                               "name is a tile's (<photo>__x<left>y<top>); split without --group")
+            raise DatasetError(printable(f"{source}: --group keeps the tiles of one photograph together, but no "
+                                         "name is a tile's (<photo>__x<left>y<top>); split without --group"))
         if group or (group is None and tiled):
             chosen, _ = _deal_groups(names, sources_of, n_val, n_test, seed)
             if not chosen["train"]:

@@ -12,6 +12,8 @@ memory, not generalisation.
 
 from __future__ import annotations
 
+import errno
+import os
 import random
 import re
 from dataclasses import dataclass, field
@@ -21,21 +23,45 @@ from typing import Callable, Iterator, Optional
 import numpy as np
 from PIL import Image
 
-from nectargan_core import commit_folder, staging
+from nectargan_core import commit_folder, printable, staging
 
 from .errors import DatasetError
 from .listing import photo_folders
 from .options import SPLITS
-from .pixels import UnreadableImage, open_upright
+from .pixels import UnreadableImage, open_photo
 
-#: ``<photo>__x<left>y<top>``: the stem of a tile that ``data tile`` wrote.
-TILE_STEM = re.compile(r"^(?P<source>.+)__x(?P<x>\d+)y(?P<y>\d+)$")
+#: ``<photo>__x<left>y<top>``: the stem of a tile that ``data tile`` wrote; a tile of a tile adds a second place
+#: (``<photo>__x0y0__x256y0``), and any character may be in ``<photo>`` (a newline included).
+TILE_STEM = re.compile(r"^(?P<source>.+?)(?:__x\d+y\d+)+$", re.DOTALL)
 
 
 def source_of(stem: str) -> Optional[str]:
-    """The photograph a tile was cut from (its stem), or None for a name ``data tile`` did not write."""
+    """The photograph a tile was cut from (its stem, before the first place), or None for a name ``data tile`` did
+    not write."""
     match = TILE_STEM.match(stem)
     return match["source"] if match else None
+
+
+def publish(stage: Path, out: Path) -> None:
+    """Rename the finished ``stage`` to ``out``; one line when another process filled ``out`` meanwhile."""
+    try:
+        commit_folder(stage, out)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+            raise DatasetError(printable(f"{out}: another process wrote it while this one worked; nothing of this "
+                                         "run was kept: choose a new output folder")) from None
+        raise
+
+
+def output_folder(out: Path, source: Path) -> Path:
+    """``out`` as an absolute path (``.`` has no name to build beside), refused when it holds anything or is the
+    source."""
+    out = Path(os.path.abspath(out))
+    if out == Path(os.path.abspath(source)):
+        raise DatasetError(printable(f"{out}: is the input folder; choose a new output folder"))
+    if out.exists() and not (out.is_dir() and not any(out.iterdir())):
+        raise DatasetError(printable(f"{out}: folder is not empty; choose a new output folder"))
+    return out
 
 
 def grid_offsets(length: int, size: int, stride: int) -> list[int]:
@@ -63,6 +89,8 @@ class TileReport:
     tiles: dict[str, int] = field(default_factory=dict)
     flat: int = 0  # tiles left out as near-empty
     small: list[Path] = field(default_factory=list)  # photographs smaller than one tile
+    reduced: list[Path] = field(default_factory=list)  # photographs of more than 8 bits per sample, tiled in 8
+    loose: list[Path] = field(default_factory=list)  # images beside the split folders, not tiled
 
 
 def tile_photos(source: Path, out: Path, *, size: int, stride: Optional[int] = None, crops: Optional[int] = None,
@@ -82,12 +110,14 @@ def tile_photos(source: Path, out: Path, *, size: int, stride: Optional[int] = N
     """
     if stride is not None and crops is not None:
         raise DatasetError("give --stride (a grid) or --crops (random tiles), not both")
+    if stride is not None and stride > size:
+        raise DatasetError(f"--stride {stride}: more than --size {size} leaves pixels between the tiles; use at most "
+                           f"{size} (or --crops N for a sample of each photograph)")
     stride = stride or size
-    listed = photo_folders(source, SPLITS, "tile")
+    listed, loose = photo_folders(source, SPLITS, "tile")
     total = sum(len(photos) for photos in listed.values())
-    if out.exists() and not (out.is_dir() and not any(out.iterdir())):
-        raise DatasetError(f"{out}: folder is not empty; choose a new output folder")
-    report = TileReport()
+    out = output_folder(out, source)
+    report = TileReport(loose=loose)
     done = 0
     with staging(out) as stage:
         for key, photos in listed.items():
@@ -110,7 +140,7 @@ def tile_photos(source: Path, out: Path, *, size: int, stride: Optional[int] = N
             why = (f"every tile was near-empty (luminance deviation below --min-detail {min_detail})"
                    if report.flat else f"every photograph is smaller than {size}x{size}")
             raise DatasetError(f"{source}: no tiles written: {why}")
-        commit_folder(stage, out)
+        publish(stage, out)
     return report
 
 
@@ -118,11 +148,11 @@ def _tiles(path: Path, size: int, stride: int, crops: Optional[int], seed: int,
            report: TileReport) -> Iterator[tuple[str, Image.Image]]:
     """The named tiles of one photograph (none, noted in ``report``, when it is smaller than a tile)."""
     try:
-        photo = open_upright(path)
+        photo, bits = open_photo(path)
     except UnreadableImage as exc:
         raise DatasetError(str(exc)) from None
-    if photo.mode not in ("L", "RGB", "RGBA", "I;16"):
-        photo = photo.convert("RGBA" if "A" in photo.getbands() or "transparency" in photo.info else "RGB")
+    if bits > 8:
+        report.reduced.append(path)
     width, height = photo.size
     if width < size or height < size:
         report.small.append(path)

@@ -37,7 +37,9 @@ def onnx_export(trained_run, tmp_path_factory):
 def check_sidecar(path, fmt, trained_run, size):
     sidecar = json.loads(path.with_name(path.name + ".json").read_text())
     assert (sidecar["file"], sidecar["format"]) == (path.name, fmt)
-    assert sidecar["input"]["shape"] == ["batch", 3, *size] and sidecar["output"]["shape"] == ["batch", 3, *size]
+    sides = ["height", "width"] if fmt == "onnx" else size  # ONNX: any multiples of the size multiple
+    assert sidecar["input"]["shape"] == ["batch", 3, *sides] and sidecar["output"]["shape"] == ["batch", 3, *sides]
+    assert sidecar["dynamic_size"] is (fmt == "onnx")
     assert sidecar["input"]["range"] == [-1.0, 1.0] and sidecar["output"]["range"] == [-1.0, 1.0]
     assert "* 2 - 1" in sidecar["normalisation"]
     assert sidecar["size_multiple"] == 16
@@ -68,15 +70,17 @@ def test_torchscript_through_the_cli_loads_and_takes_any_batch(trained_run, mode
 
 
 @needs_onnx
-def test_onnx_runs_in_onnxruntime_with_any_batch(onnx_export, trained_run, model):
+def test_onnx_runs_in_onnxruntime_with_any_batch_and_size(onnx_export, trained_run, model):
     onnxruntime = pytest.importorskip("onnxruntime")
     assert onnx_export.sidecar == onnx_export.path.with_name("g.onnx.json")
     sidecar = check_sidecar(onnx_export.path, "onnx", trained_run, [32, 48])
     assert sidecar["opset"] == 18 and sidecar["parity"]["checked_with"].startswith("onnxruntime ")
     assert (sidecar["input"]["name"], sidecar["output"]["name"]) == ("input", "output")
+    assert sidecar["parity"]["sizes"] == [[32, 48], [48, 80]]
+    assert sidecar["sizes"] == "any height and width that are multiples of 16 (checked at 32x48 and 48x80)"
     session = onnxruntime.InferenceSession(str(onnx_export.path), providers=["CPUExecutionProvider"])
-    for size in (1, 3):
-        inputs = batch(size, 32, 48)
+    for size, height, width in ((1, 32, 48), (3, 32, 48), (2, 64, 16), (1, 112, 96)):  # any batch, any size
+        inputs = batch(size, height, width)
         (outputs,) = session.run(["output"], {"input": inputs.numpy()})
         with torch.no_grad():
             torch.testing.assert_close(torch.from_numpy(outputs), model(inputs), rtol=0, atol=1e-5)

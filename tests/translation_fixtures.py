@@ -1,4 +1,5 @@
-"""Fixtures for the pix2pix tests: one tiny trained run, shared by the whole session."""
+"""Fixtures shared by the translate and pix2pix tests: synthetic paired datasets and one tiny trained pix2pix run,
+each made once per session (tests/conftest.py imports them, so every folder of tests sees one copy)."""
 
 from __future__ import annotations
 
@@ -53,3 +54,20 @@ def make_synth(tmp_path_factory):
         return made[count, size]
 
     return make
+
+
+def pix2pix_config(tmp_path, root, **sections):
+    """A tiny pix2pix run's config on the dataset at ``root``; ``sections`` merge into (or replace) its sections."""
+    base = {
+        "trainer": "pix2pix",
+        "run": {"output_dir": str(tmp_path / "runs"), "device": "cpu", "seed": 5, "deterministic": True},
+        "loop": {"epochs": 1, "log_every_steps": 2},
+        "data": {"root": str(root), "load_size": 32, "crop_size": 32, "num_workers": 0, "batch_size": 2},
+        "models": {"generator": {"name": "unet", "depth": 5, "ngf": 8},
+                   "discriminator": {"name": "patchgan", "ndf": 8, "n_layers": 2}},
+        "optim": {"implementation": "single"},
+        "visualizers": [],
+    }
+    for key, value in sections.items():
+        base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) else value
+    return base

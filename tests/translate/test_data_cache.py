@@ -14,7 +14,7 @@ from nectargan_translate.data import DatasetError, PairedDataset, build_dataload
 from nectargan_translate.data.cache import (DEVICE_SHARE, HOST_SHARE, CacheChoice, CachedLoader, PairedCache,
                                             cache_summary, choose_cache, estimate_bytes, unit_table)
 from nectargan_translate.data.unpaired_options import parse_unpaired
-from pix2pix_data_helpers import aligned_dataset, folders_dataset, noise, save, save_png16_rgb
+from data_helpers import aligned_dataset, folders_dataset, noise, save, save_png16_rgb
 
 FLIPS = [{"name": "hflip", "p": 0.5}, {"name": "vflip", "p": 0.5}, {"name": "rot90", "p": 0.5}]
 

@@ -10,7 +10,7 @@ from PIL import Image
 
 from nectargan_translate.data import DatasetError, PairedDataset
 from nectargan_translate.data_cli import data_group
-from pix2pix_data_helpers import aligned_dataset, folders_dataset, noise, run_data_cli as run, save
+from data_helpers import aligned_dataset, folders_dataset, noise, run_data_cli as run, save
 from support import cli_runner
 
 

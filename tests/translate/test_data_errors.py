@@ -8,7 +8,7 @@ import pytest
 
 from nectargan_core.errors import ConfigError, NectarGANError
 from nectargan_translate.data import DatasetError, PairedDataset
-from pix2pix_data_helpers import aligned_dataset, folders_dataset, noise, save, save_aligned
+from data_helpers import aligned_dataset, folders_dataset, noise, save, save_aligned
 
 PLAIN = {"load_size": None, "crop_size": None, "augment": [], "num_workers": 0}
 

@@ -9,7 +9,7 @@ from nectargan_core import PluginError, Run, hookimpl
 from nectargan_pix2pix.options import Pix2pixOptions
 from nectargan_pix2pix.trainer import Pix2pixTrainer
 from nectargan_translate import TranslationTrainer
-from test_pix2pix_trainer import config
+from translation_fixtures import pix2pix_config as config
 
 
 @pytest.fixture(scope="module")

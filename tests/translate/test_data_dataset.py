@@ -10,7 +10,7 @@ import torch
 from PIL import Image
 
 from nectargan_translate.data import PairedDataset
-from pix2pix_data_helpers import aligned_dataset, folders_dataset, noise, save, save_aligned, save_png16_rgb
+from data_helpers import aligned_dataset, folders_dataset, noise, save, save_aligned, save_png16_rgb
 
 PLAIN = {"load_size": None, "crop_size": None, "augment": [], "num_workers": 0}
 

@@ -16,7 +16,7 @@ import pytest
 from nectargan_translate.data import DownloadError
 from nectargan_translate.data.download import dataset_url, download_dataset, safe_extract
 from nectargan_translate.data_cli import data_group
-from pix2pix_data_helpers import aligned_dataset, run_data_cli
+from data_helpers import aligned_dataset, run_data_cli
 from support import cli_runner
 
 

@@ -13,7 +13,7 @@ from nectargan_core.config import choice_of, describe_errors
 from nectargan_core.plugins import get_plugins
 from nectargan_translate.data import PairedDataOptions
 from nectargan_translate.data.options import AUGMENTATIONS, HFlip, ValSplitOptions
-from pix2pix_data_helpers import aligned_dataset
+from data_helpers import aligned_dataset
 
 
 def errors(**options) -> list[str]:
@@ -69,7 +69,7 @@ def test_registered_as_the_paired_dataset_and_the_data_command():
 
     group = click.Group("nectargan")
     host.add_commands(group)
-    assert set(group.commands["data"].commands) == {"synth", "pair", "split", "check", "download"}
+    assert set(group.commands["data"].commands) == {"synth", "pair", "split", "check", "download", "tile", "derive"}
 
 
 def test_a_trainer_section_choosing_the_dataset_validates_and_builds(tmp_path):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from nectargan_translate.data import EpochSampler, PairedDataset, build_dataloader
-from pix2pix_data_helpers import aligned_dataset, noise, save_aligned
+from data_helpers import aligned_dataset, noise, save_aligned
 
 GEOMETRIC = [{"name": n, "p": 1.0} for n in ("hflip", "vflip", "rot90", "affine", "elastic")]
 PHOTOMETRIC = ["color_jitter", "gaussian_noise", "blur", "gamma", "grayscale", "jpeg"]

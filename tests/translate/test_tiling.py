@@ -1,0 +1,120 @@
+"""Full-size inference in blended tiles (issue 24): ``predict --tile`` covers any image size with tiles of the
+training size, a few at a time, and blends their overlaps so that tile-to-tile differences leave no seam."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from nectargan_core import NectarGANError
+from nectargan_translate.tiling import Tiling, ramp, tile_offsets
+from support import run_cli
+
+
+def test_offsets_cover_the_length_with_the_last_tile_flush():
+    assert tile_offsets(100, 32, 8) == [0, 24, 48, 68]
+    assert tile_offsets(32, 32, 8) == [0] and tile_offsets(10, 32, 8) == [0]
+    for length, tile, overlap in [(1000, 256, 64), (257, 256, 0), (90, 32, 16)]:
+        covered = np.zeros(length, bool)
+        for offset in tile_offsets(length, tile, overlap):
+            covered[offset:offset + tile] = True
+        assert covered.all()
+
+
+def test_overlapping_windows_add_up_to_one():
+    left, right = ramp(32, 8, False, True), ramp(32, 8, True, False)
+    torch.testing.assert_close(left[24:] + right[:8], torch.ones(8))
+    assert (ramp(32, 8, False, False) == 1).all() and (ramp(32, 0, True, True) == 1).all()
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 70, 130), (1, 1, 20, 50), (1, 3, 32, 32)])
+def test_a_per_pixel_model_comes_back_exactly_whatever_the_size(shape):
+    image = torch.rand(shape) * 2 - 1
+    for overlap in (0, 5, 16):
+        out = Tiling(32, overlap).run(lambda x: x * 0.5, image, batch_size=3)
+        torch.testing.assert_close(out, image * 0.5)
+
+
+def test_tiles_go_through_the_model_a_batch_at_a_time_at_the_tile_size():
+    shapes = []
+
+    def model(batch):
+        shapes.append(tuple(batch.shape))
+        return batch
+
+    Tiling(32, 8).run(model, torch.zeros(1, 3, 100, 200), batch_size=4)
+    assert all(shape[1:] == (3, 32, 32) and shape[0] <= 4 for shape in shapes)
+    assert sum(shape[0] for shape in shapes) == Tiling(32, 8).count(100, 200) == 4 * 8
+
+
+def test_blending_spreads_a_tile_to_tile_difference_over_the_overlap():
+    """A model whose tiles disagree (each gives its tile's mean, as instance normalisation may) shows a jump at every
+    seam without overlap; blended, the largest step between neighbouring pixels is a fraction of it."""
+    ramp_image = torch.linspace(-1, 1, 160).repeat(1, 1, 32, 1)  # brighter to the right
+
+    def tile_means(batch):
+        return batch.mean(dim=(1, 2, 3), keepdim=True).expand_as(batch)
+
+    hard = Tiling(32, 0).run(tile_means, ramp_image)
+    soft = Tiling(32, 16).run(tile_means, ramp_image)
+    hard_step = (hard[..., 1:] - hard[..., :-1]).abs().max()
+    soft_step = (soft[..., 1:] - soft[..., :-1]).abs().max()
+    assert hard_step > 0.3 and soft_step < hard_step / 5
+
+
+def test_settings_that_cannot_work_are_one_line():
+    with pytest.raises(NectarGANError, match=r"--tile 30: must be a multiple of 16 for this generator, e.g. 16 or 32"):
+        Tiling(30, 4, multiple=16)
+    with pytest.raises(NectarGANError, match=r"--overlap 20: must be from 0 to half the tile \(16\)"):
+        Tiling(32, 20)
+
+
+def big_photo(path, height=90, width=150):
+    pixels = (np.random.default_rng(1).random((height, width, 3)) * 255).astype(np.uint8)
+    Image.fromarray(pixels).save(path)
+    return path
+
+
+def test_predict_in_tiles_writes_full_size_outputs_and_records_how(trained_run, tmp_path):
+    photo = big_photo(tmp_path / "big.png")
+    done = run_cli("predict", str(trained_run.path), str(photo), "-o", str(tmp_path / "out"), "--tile", "auto",
+                   "--overlap", "8", "--batch-size", "4")
+    assert done.returncode == 0, done.stderr
+    assert "tiles of 32x32 overlapping by 8 px, blended" in done.stdout and done.stderr == ""
+    with Image.open(tmp_path / "out" / "big.png") as out:
+        assert out.size == (150, 90)
+    record = json.loads((tmp_path / "out" / "predict.json").read_text())
+    assert record["fit"] == "tiles of 32x32 overlapping by 8 px, blended"
+    scaled = run_cli("predict", str(trained_run.path), str(photo), "-o", str(tmp_path / "half"), "--tile", "32",
+                     "--scale", "0.5")
+    assert scaled.returncode == 0, scaled.stderr
+    with Image.open(tmp_path / "half" / "big.png") as out:
+        assert out.size == (75, 45)
+    assert "scaled by 0.5, tiles of 32x32 overlapping by 8 px" in scaled.stdout
+
+
+def test_a_large_image_run_whole_gets_a_note_naming_the_tile_option(trained_run, tmp_path):
+    photo = big_photo(tmp_path / "big.png")
+    done = run_cli("predict", str(trained_run.path), str(photo), "-o", str(tmp_path / "out"))
+    assert done.returncode == 0
+    assert done.stderr == ("note: 1 image(s) are larger than the training size 32x32 and ran whole, at a scale the "
+                           "model did not train at and with memory for every pixel; --tile 32 runs them in tiles of "
+                           "the training size (add --scale to shrink them first)\n")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--tile", "30"], "error: --tile 30: must be a multiple of 16 for this generator, e.g. 16 or 32"),
+    (["--overlap", "4"], "error: --overlap goes with --tile"),
+    (["--tile", "32", "--resize"], "error: --tile runs images at their own size: it does not go with --crop, "
+                                   "--resize or --size"),
+    (["--tile", "0"], "is not a tile side; use a number of pixels from 1 to"),
+])
+def test_tile_mistakes_are_one_line_and_write_nothing(trained_run, tmp_path, args, message):
+    photo = big_photo(tmp_path / "big.png")
+    done = run_cli("predict", str(trained_run.path), str(photo), "-o", str(tmp_path / "out"), *args)
+    assert done.returncode != 0 and message in done.stderr and done.stderr.count("\n") == 1
+    assert not (tmp_path / "out").exists()

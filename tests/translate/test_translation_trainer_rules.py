@@ -1,0 +1,181 @@
+"""What a subclass of TranslationTrainer may do, and what the base keeps doing whatever it does (an outside author's
+findings: an on_epoch_end without super() stopped the LR schedule and the grids; d_every/g_every were accepted and
+ignored; a metric of an overridden validate could not select best.pt; the epoch never reached a plugin's dataset;
+the wrong kind of data was refused only after the run directory existed)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from pydantic import BaseModel, Field
+
+from nectargan_core import ConfigError, Run, Section, hookimpl, load_checkpoint
+from nectargan_pix2pix.options import Pix2pixOptions
+from nectargan_pix2pix.trainer import Pix2pixTrainer
+from nectargan_translate import TranslationTrainer
+from translation_fixtures import pix2pix_config as config
+
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "plugins" / "authoring.md"
+
+
+@pytest.fixture(scope="module")
+def synth(make_synth):
+    return make_synth(8, 32)
+
+
+class EpochEndWithoutSuper(Pix2pixTrainer):
+    seen: list[int] = []
+
+    @hookimpl
+    def on_epoch_end(self, epoch):
+        type(self).seen.append(epoch)  # no super(): the base's epoch-end work must run all the same
+
+
+class NoUpdateRatio(Pix2pixTrainer):
+    capabilities = TranslationTrainer.capabilities  # does not honour d_every/g_every
+
+
+class OwnValidation(Pix2pixTrainer):
+    validation_metrics = ("mine",)
+
+    @hookimpl
+    def validate(self, epoch):
+        return {"mine": 1.0 / (epoch + 1)}
+
+
+class UndeclaredValidation(Pix2pixTrainer):
+    @hookimpl
+    def validate(self, epoch):
+        return {"other": 0.5}
+
+
+class EpochPairs(torch.utils.data.Dataset):
+    """A plugin's paired dataset that wants the epoch (per-epoch randomness seeded by it)."""
+
+    epochs: list[int] = []
+
+    def __init__(self, split, seed, count=4, batch_size=2):
+        self.count, self.batch_size = count, batch_size
+
+    def set_epoch(self, epoch):
+        type(self).epochs.append(epoch)
+
+    def __len__(self):
+        return self.count
+
+    def __getitem__(self, index):
+        image = torch.full((3, 32, 32), index / 10)
+        return {"A": image, "B": -image}
+
+
+class EpochPairsOptions(Section):
+    count: int = Field(4, ge=1)
+    batch_size: int = Field(2, ge=1)
+
+
+class Plugin:
+    @hookimpl
+    def register_trainers(self, register):
+        for name, cls in [("no_super", EpochEndWithoutSuper), ("no_ratio", NoUpdateRatio),
+                          ("own_validation", OwnValidation), ("undeclared_validation", UndeclaredValidation)]:
+            register(name, cls, options=Pix2pixOptions)
+
+    @hookimpl
+    def register_datasets(self, register):
+        register("epoch_pairs", EpochPairs, options=EpochPairsOptions)
+
+
+@pytest.fixture
+def host(nectargan_plugin_host):
+    return nectargan_plugin_host(Plugin())
+
+
+def test_the_guide_lists_exactly_the_reserved_names():
+    text = GUIDE.read_text()
+    listed = re.search(r"<!-- reserved: TranslationTrainer -->\n(.*?)\n\n", text, re.S).group(1)
+    assert set(re.findall(r"`([^`]+)`", listed)) == set(TranslationTrainer.reserved)
+
+
+def test_an_on_epoch_end_without_super_keeps_the_schedule_and_the_grids(tmp_path, synth, host):
+    EpochEndWithoutSuper.seen = []
+    cfg = config(tmp_path, synth, trainer="no_super", loop={"epochs": 3}, examples={"every_epochs": 1, "count": 2})
+    run = Run.create(cfg, host=host).fit()
+    assert EpochEndWithoutSuper.seen == [0, 1, 2]
+    lr = [group["lr"] for group in run.trainer.opt_g.param_groups]
+    assert lr[0] < 2e-4  # the epoch-unit schedule stepped (it would stay at 2e-4 if the base's hook were off)
+    grids = sorted(p.name for p in (run.dir / "examples").iterdir())
+    assert len(grids) == 3
+
+
+def test_update_ratio_keys_need_a_trainer_that_honours_them(tmp_path, synth, host):
+    with pytest.raises(ConfigError) as refused:
+        Run.create(config(tmp_path, synth, trainer="no_ratio", optim={"d_every": 2}), host=host)
+    assert str(refused.value).startswith("optim.d_every: trainer 'no_ratio' updates D and G at every step (it does "
+                                         "not declare the capability 'update_ratio')")
+    assert not (tmp_path / "runs").exists()
+    run = Run.create(config(tmp_path, synth, optim={"d_every": 2}, loop={"epochs": 1}), host=host).fit()
+    state = load_checkpoint(run.trainer.last_checkpoint)["state"]
+    steps_d = {int(s["step"]) for s in state["opt_d"]["state"].values()}
+    steps_g = {int(s["step"]) for s in state["opt_g"]["state"].values()}
+    steps = run.trainer.global_step
+    assert steps >= 3 and steps_g == {steps} and steps_d == {(steps + 1) // 2}  # G every step, D every second
+
+
+def test_a_metric_of_an_overridden_validate_may_select_best_pt(tmp_path, synth, host):
+    cfg = config(tmp_path, synth, trainer="own_validation", checkpoint={"best_metric": "val/mine", "best_mode": "min"},
+                 loop={"epochs": 2})
+    run = Run.create(cfg, host=host).fit()
+    assert (run.dir / "checkpoints" / "best.pt").is_file()
+    with pytest.raises(ConfigError, match=r"checkpoint.best_metric: 'val/nope' is not among the metrics "
+                                          r"validation computes \(val/l1, val/psnr, val/ssim, val/mine\)"):
+        Run.create(config(tmp_path, synth, trainer="own_validation", checkpoint={"best_metric": "val/nope", "best_mode": "min"}),
+                   host=host)
+    # undeclared: not checked before the run (only its validate knows what it returns)
+    Run.create(config(tmp_path, synth, trainer="undeclared_validation", checkpoint={"best_metric": "val/other", "best_mode": "min"},
+                      run={"name": "undeclared"}), host=host)
+
+
+def test_the_wrong_kind_of_data_is_refused_before_the_run_directory(tmp_path, synth, host):
+    with pytest.raises(ConfigError) as refused:
+        Run.create(config(tmp_path, synth, data={"name": "unpaired", "root": str(synth)}), host=host)
+    assert str(refused.value) == ("data.name: 'unpaired' is the wrong kind of data for trainer 'pix2pix', which "
+                                  "trains on aligned pairs; choose a dataset of aligned pairs (the built-in one: "
+                                  "data.name=paired)")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_plugin_dataset_with_set_epoch_hears_every_epoch_a_resumed_one_included(tmp_path, host):
+    EpochPairs.epochs = []
+    cfg = {**config(tmp_path, None, loop={"epochs": 2, "max_steps": 3}), "data": {"name": "epoch_pairs"},
+           "examples": {"every_epochs": None}}
+    run = Run.create(cfg, host=host).fit()  # stops after step 3: mid-epoch 1
+    assert EpochPairs.epochs == [0, 1]
+    Run.resume(run.dir, overrides=["loop.max_steps=null"], host=host).fit()
+    assert EpochPairs.epochs == [0, 1, 1]  # the resumed epoch is told again
+
+
+def test_a_resume_that_changes_the_learning_rate_says_so(tmp_path, synth, host, capsys):
+    """Raising loop.epochs re-fits the default schedule (it follows the run's length): the LR moves, in one line."""
+    run = Run.create(config(tmp_path, synth, loop={"epochs": 2}, examples={"every_epochs": None}), host=host).fit()
+    saved = run.trainer.opt_g.param_groups[0]["lr"]
+    capsys.readouterr()
+    same = Run.resume(run.dir, overrides=["loop.epochs=3"], host=host)
+    same.fit()
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "learning rate changed on resume" in line]
+    assert len(lines) == 1
+    assert lines[0].startswith(f"warning: the learning rate changed on resume (G {saved:.3g} -> ")
+    moved = re.search(r"\(G ([0-9.e-]+) -> ([0-9.e-]+), D", lines[0])
+    assert moved and float(moved.group(1)) != float(moved.group(2))
+    assert "at epoch 3 of 3: optim.lr_schedule is fitted to loop.epochs, which this resume changed" in lines[0]
+
+
+def test_a_resume_that_keeps_the_plan_says_nothing_about_the_learning_rate(tmp_path, synth, host, capsys):
+    cfg = config(tmp_path, synth, loop={"epochs": 3, "max_steps": 4}, examples={"every_epochs": None})
+    run = Run.create(cfg, host=host).fit()
+    capsys.readouterr()
+    Run.resume(run.dir, overrides=["loop.max_steps=null"], host=host).fit()
+    assert "learning rate changed" not in capsys.readouterr().err
