@@ -23,10 +23,7 @@ from PIL import Image, ImageFilter
 from nectargan_core import staging
 
 from .errors import DatasetError
-from .listing import photo_folders
-from .options import SPLITS
-from .pixels import UnreadableImage, open_photo
-from .tiles import output_folder, publish
+from .photoset import PhotoSet
 
 METHODS = ("edges", "grey", "blur", "downscale", "jpeg", "mask")
 
@@ -145,30 +142,15 @@ def derive_pairs(source: Path, out: Path, derivation: Derivation,
     ``out``. Photographs are read upright one at a time; ``out`` appears only
     when every pair is written.
     """
-    listed, loose = photo_folders(source, SPLITS, "derive pairs from")
-    total = sum(len(photos) for photos in listed.values())
-    out = output_folder(out, source)
-    report = DeriveReport(loose=loose)
-    done = 0
-    with staging(out) as stage:
-        for key, photos in listed.items():
-            target = stage / key if key else stage
-            target.mkdir(parents=True, exist_ok=True)
-            for path in photos:
-                try:
-                    photo, bits = open_photo(path)
-                except UnreadableImage as exc:
-                    raise DatasetError(str(exc)) from None
-                if bits > 8:
-                    report.reduced.append(path)
-                derived = derivation.apply(photo, path.name)
-                joined = Image.new(photo.mode, (photo.width * 2, photo.height))
-                joined.paste(derived, (0, 0))
-                joined.paste(photo, (photo.width, 0))
-                joined.save(target / f"{path.stem}.png", format="PNG", icc_profile=photo.info.get("icc_profile"))
-                done += 1
-                if progress is not None:
-                    progress(done, total)
-            report.pairs[key or "all"] = len(photos)
-        publish(stage, out)
+    photos = PhotoSet.open(source, out, "derive pairs from")
+    report = DeriveReport(loose=photos.loose, reduced=photos.reduced)
+    with staging(photos.out) as stage:
+        for split, target, path, photo in photos.photos(stage, progress):
+            derived = derivation.apply(photo, path.name)
+            joined = Image.new(photo.mode, (photo.width * 2, photo.height))
+            joined.paste(derived, (0, 0))
+            joined.paste(photo, (photo.width, 0))
+            joined.save(target / f"{path.stem}.png", format="PNG", icc_profile=photo.info.get("icc_profile"))
+            report.pairs[split] = report.pairs.get(split, 0) + 1
+        photos.publish(stage)
     return report

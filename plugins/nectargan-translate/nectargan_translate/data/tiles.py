@@ -12,8 +12,6 @@ memory, not generalisation.
 
 from __future__ import annotations
 
-import errno
-import os
 import random
 import re
 from dataclasses import dataclass, field
@@ -23,12 +21,10 @@ from typing import Callable, Iterator, Optional
 import numpy as np
 from PIL import Image
 
-from nectargan_core import commit_folder, printable, staging
+from nectargan_core import staging
 
 from .errors import DatasetError
-from .listing import photo_folders
-from .options import SPLITS
-from .pixels import UnreadableImage, open_photo
+from .photoset import PhotoSet
 
 #: ``<photo>__x<left>y<top>``: the stem of a tile that ``data tile`` wrote; a tile of a tile adds a second place
 #: (``<photo>__x0y0__x256y0``), and any character may be in ``<photo>`` (a newline included).
@@ -40,28 +36,6 @@ def source_of(stem: str) -> Optional[str]:
     not write."""
     match = TILE_STEM.match(stem)
     return match["source"] if match else None
-
-
-def publish(stage: Path, out: Path) -> None:
-    """Rename the finished ``stage`` to ``out``; one line when another process filled ``out`` meanwhile."""
-    try:
-        commit_folder(stage, out)
-    except OSError as exc:
-        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
-            raise DatasetError(printable(f"{out}: another process wrote it while this one worked; nothing of this "
-                                         "run was kept: choose a new output folder")) from None
-        raise
-
-
-def output_folder(out: Path, source: Path) -> Path:
-    """``out`` as an absolute path (``.`` has no name to build beside), refused when it holds anything or is the
-    source."""
-    out = Path(os.path.abspath(out))
-    if out == Path(os.path.abspath(source)):
-        raise DatasetError(printable(f"{out}: is the input folder; choose a new output folder"))
-    if out.exists() and not (out.is_dir() and not any(out.iterdir())):
-        raise DatasetError(printable(f"{out}: folder is not empty; choose a new output folder"))
-    return out
 
 
 def grid_offsets(length: int, size: int, stride: int) -> list[int]:
@@ -114,45 +88,29 @@ def tile_photos(source: Path, out: Path, *, size: int, stride: Optional[int] = N
         raise DatasetError(f"--stride {stride}: more than --size {size} leaves pixels between the tiles; use at most "
                            f"{size} (or --crops N for a sample of each photograph)")
     stride = stride or size
-    listed, loose = photo_folders(source, SPLITS, "tile")
-    total = sum(len(photos) for photos in listed.values())
-    out = output_folder(out, source)
-    report = TileReport(loose=loose)
-    done = 0
-    with staging(out) as stage:
-        for key, photos in listed.items():
-            target = stage / key if key else stage
-            target.mkdir(parents=True, exist_ok=True)
-            report.photos[key or "all"] = len(photos)
-            written = 0
-            for path in photos:
-                for name, tile in _tiles(path, size, stride, crops, seed, report):
-                    if detail(tile) < min_detail:
-                        report.flat += 1
-                        continue
-                    tile.save(target / name, format="PNG")
-                    written += 1
-                done += 1
-                if progress is not None:
-                    progress(done, total)
-            report.tiles[key or "all"] = written
+    photos = PhotoSet.open(source, out, "tile")
+    report = TileReport(loose=photos.loose, reduced=photos.reduced)
+    with staging(photos.out) as stage:
+        for split, target, path, photo in photos.photos(stage, progress):
+            report.photos[split] = report.photos.get(split, 0) + 1
+            report.tiles.setdefault(split, 0)
+            for name, tile in _tiles(photo, path, size, stride, crops, seed, report):
+                if detail(tile) < min_detail:
+                    report.flat += 1
+                    continue
+                tile.save(target / name, format="PNG")
+                report.tiles[split] += 1
         if sum(report.tiles.values()) == 0:
             why = (f"every tile was near-empty (luminance deviation below --min-detail {min_detail})"
                    if report.flat else f"every photograph is smaller than {size}x{size}")
             raise DatasetError(f"{source}: no tiles written: {why}")
-        publish(stage, out)
+        photos.publish(stage)
     return report
 
 
-def _tiles(path: Path, size: int, stride: int, crops: Optional[int], seed: int,
+def _tiles(photo: Image.Image, path: Path, size: int, stride: int, crops: Optional[int], seed: int,
            report: TileReport) -> Iterator[tuple[str, Image.Image]]:
-    """The named tiles of one photograph (none, noted in ``report``, when it is smaller than a tile)."""
-    try:
-        photo, bits = open_photo(path)
-    except UnreadableImage as exc:
-        raise DatasetError(str(exc)) from None
-    if bits > 8:
-        report.reduced.append(path)
+    """The named tiles of the photograph at ``path`` (none, noted in ``report``, when it is smaller than a tile)."""
     width, height = photo.size
     if width < size or height < size:
         report.small.append(path)
