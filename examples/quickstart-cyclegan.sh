@@ -3,6 +3,9 @@
 # CycleGAN on the CPU for a few minutes, test both directions, and print where everything is.
 #
 #   bash examples/quickstart-cyclegan.sh            (VENV=path to use another virtual environment)
+#   TORCH_INDEX=https://download.pytorch.org/whl/cpu bash examples/quickstart-cyclegan.sh
+#                                           (no GPU: PyTorch's CPU build; PyPI's default brings ~4 GB of CUDA)
+# Run it again after an interruption: it resumes the run (a finished run is not trained again).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +16,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 echo "==> installing nectargan-core and the plugins (torch is pinned by constraints.txt)"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -c constraints.txt \
+    ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"} \
     . ./plugins/nectargan-models ./plugins/nectargan-losses ./plugins/nectargan-translate ./plugins/nectargan-pix2pix ./plugins/nectargan-cyclegan
 nectargan="$venv/bin/nectargan"
 
@@ -24,14 +28,17 @@ if [ ! -d quickstart/data-unpaired/trainA ]; then
 fi
 "$nectargan" data check quickstart/data-unpaired --quick
 
-echo "==> training (Ctrl-C stops cleanly; resume with: $nectargan train --resume latest --output-dir quickstart/runs)"
-"$nectargan" train -c examples/quickstart-cyclegan.yaml
+if "$venv/bin/python" -c "from nectargan_core import latest_run; latest_run('quickstart/runs', 'quickstart-cyclegan')" 2>/dev/null; then
+    echo "==> resuming the quickstart-cyclegan run (an interrupted run continues; a finished one is not trained again)"
+    "$nectargan" train --resume latest:quickstart-cyclegan --output-dir quickstart/runs
+else
+    echo "==> training (Ctrl-C stops cleanly; running this script again resumes)"
+    "$nectargan" train -c examples/quickstart-cyclegan.yaml
+fi
 
 run_dir=$("$venv/bin/python" -c "from nectargan_core import latest_run; print(latest_run('quickstart/runs', 'quickstart-cyclegan').path)")
-for direction in AtoB BtoA; do
-    echo "==> testing $run_dir, $direction"
-    "$nectargan" test "$run_dir" --direction "$direction" --grid
-done
+echo "==> testing $run_dir in both directions"
+"$nectargan" test "$run_dir" --grid
 
 echo
 echo "Results in $run_dir:"

@@ -3,6 +3,9 @@
 # on the CPU for a few minutes, evaluate it on the test split, and print where everything is.
 #
 #   bash examples/quickstart.sh            (VENV=path to use another virtual environment)
+#   TORCH_INDEX=https://download.pytorch.org/whl/cpu bash examples/quickstart.sh
+#                                           (no GPU: PyTorch's CPU build; PyPI's default brings ~4 GB of CUDA)
+# Run it again after an interruption: it resumes the run (a finished run is not trained again).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +16,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 echo "==> installing nectargan-core and the plugins (torch is pinned by constraints.txt)"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -c constraints.txt \
+    ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"} \
     . ./plugins/nectargan-models ./plugins/nectargan-losses ./plugins/nectargan-translate ./plugins/nectargan-pix2pix
 nectargan="$venv/bin/nectargan"
 
@@ -23,8 +27,13 @@ if [ ! -d quickstart/data/train ]; then
     "$nectargan" data synth quickstart/data --count 400 --size 64 --seed 0
 fi
 
-echo "==> training (Ctrl-C stops cleanly; resume with: $nectargan train --resume latest --output-dir quickstart/runs)"
-"$nectargan" train -c examples/quickstart.yaml
+if "$venv/bin/python" -c "from nectargan_core import latest_run; latest_run('quickstart/runs', 'quickstart')" 2>/dev/null; then
+    echo "==> resuming the quickstart run (an interrupted run continues; a finished one is not trained again)"
+    "$nectargan" train --resume latest:quickstart --output-dir quickstart/runs
+else
+    echo "==> training (Ctrl-C stops cleanly; running this script again resumes)"
+    "$nectargan" train -c examples/quickstart.yaml
+fi
 
 run_dir=$("$venv/bin/python" -c "from nectargan_core import latest_run; print(latest_run('quickstart/runs', 'quickstart').path)")
 echo "==> evaluating $run_dir on the test split"

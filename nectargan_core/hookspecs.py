@@ -18,7 +18,7 @@ any subset of the arguments listed in its spec, in any order.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, MutableMapping, Optional
 
 import pluggy
 
@@ -61,7 +61,8 @@ Registering one name twice in one plugin is a :class:`~nectargan_core.PluginErro
 
 
 class RegistrationSpecs:
-    """Hooks called once per process, when plugins load."""
+    """Hooks called once per process, when plugins load (and option_hint, when a command line names an unknown
+    option)."""
 
     @hookspec
     def register_models(self, register: Register) -> None:
@@ -161,6 +162,16 @@ class RegistrationSpecs:
         """Add click commands to the ``nectargan`` command line: ``cli.add_command(cmd)``.
 
         Keep imports of heavy libraries inside the command functions.
+        """
+
+    @hookspec(firstresult=True)
+    def option_hint(self, command: str, option: str) -> Optional[str]:
+        """What to write instead of ``option``, which ``command`` (``"nectargan train"``) does not have, or None.
+
+        Called when a command line names an unknown option, to point users
+        coming from another tool at the equivalent (``--dataroot`` is ``--set
+        data.root=DIR``). Return one short clause; the first plugin with an
+        answer wins. Called outside any run: keep it cheap and torch-free.
         """
 
 
@@ -288,7 +299,7 @@ class RunSpecs:
 
 
 REGISTRATION_HOOKS = tuple(
-    name for name in vars(RegistrationSpecs) if name.startswith("register_")
+    name for name in vars(RegistrationSpecs) if not name.startswith("_") and callable(getattr(RegistrationSpecs, name))
 )
 RUN_HOOKS = tuple(
     name

@@ -35,7 +35,7 @@ import os
 import sys
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Optional
 
 import importlib_metadata
 import pluggy
@@ -411,6 +411,22 @@ class PluginHost:
                                       f"run this one as 'nectargan {qualified[info.key]}'")
             if not core:
                 cli.add_command(ambiguous_command(name, [info for info, _ in owners], qualified))
+
+    def option_hint(self, command: str, option: str) -> Optional[str]:
+        """The first loaded plugin's ``option_hint`` for ``option`` of ``command``, or None; a plugin whose hook
+        fails is skipped (a hint must never replace the error it adds to)."""
+        for key, module in list(self._modules.items()):
+            if "option_hint" not in self.plugins[key].hooks:
+                continue
+            caller = self.pm.subset_hook_caller(
+                "option_hint", remove_plugins=[m for n, m in self._modules.items() if n != key])
+            try:
+                hint = caller(command=command, option=option)
+            except Exception:  # noqa: BLE001
+                continue
+            if isinstance(hint, str) and hint.strip():
+                return " ".join(hint.split())
+        return None
 
     def loaded(self) -> Iterable[PluginInfo]:
         """The plugins that loaded."""

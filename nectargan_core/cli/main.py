@@ -103,6 +103,9 @@ def main(argv: list[str] | None = None) -> None:
         message = error.format_message()
         if isinstance(error, click.NoSuchOption):  # click 8.1 says "No such option: --x", later ones "... '--x'"
             message = f"No such option '{error.option_name}'" + message[len(error.message):]
+            hint = host.option_hint(where, error.option_name)  # e.g. a reference flag: what to write here
+            if hint:
+                message = f"No such option '{error.option_name}'; {hint}"
         command = re.match(r"No such command '([^']+)'", message)
         install = provider_hint("command", command.group(1)) if command and where == "nectargan" else None
         if install:  # a command of one of our plugins, which is not installed

@@ -35,6 +35,14 @@ def register_commands(cli):
 
 
 @hookimpl
+def option_hint(command, option):
+    """The reference's train.py/test.py flags, pointed at what to write here."""
+    from .reference_flags import hint
+
+    return hint(command, option)
+
+
+@hookimpl
 def register_metrics(register):
     register("l1", "nectargan_translate.evaluation:l1", direction="min",
              description="Mean absolute pixel error on a 0..1 scale")
