@@ -118,3 +118,56 @@ def test_tile_mistakes_are_one_line_and_write_nothing(trained_run, tmp_path, arg
     done = run_cli("predict", str(trained_run.path), str(photo), "-o", str(tmp_path / "out"), *args)
     assert done.returncode != 0 and message in done.stderr and done.stderr.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+def hopper(tmp_path):
+    """A real photograph (matplotlib's sample of Grace Hopper, a dependency of the core) cropped to an odd size."""
+    import matplotlib.cbook
+
+    path = matplotlib.cbook.get_sample_data("grace_hopper.jpg", asfileobj=False)
+    with Image.open(path) as photo:
+        photo.convert("RGB").crop((0, 0, 397, 509)).save(tmp_path / "hopper.png")
+    return tmp_path / "hopper.png"
+
+
+def seam_ratios(output: np.ndarray, tile: int, overlap: int) -> list[float]:
+    """Mean difference between neighbouring pixels where tiles start or end, over the same inside tiles: per axis
+    (columns, then rows). 1: a border looks like the rest of the image; a seam shows as a ratio well above 1."""
+    ratios = []
+    for axis in (1, 0):
+        steps = np.abs(np.diff(output.astype(float), axis=axis)).mean(axis=(1 - axis, 2))
+        length = output.shape[axis]
+        borders = {b - 1 for start in tile_offsets(length, tile, overlap) for b in (start, start + tile)
+                   if 0 < b < length}
+        inside = [i for i in range(len(steps)) if i not in borders]
+        ratios.append(float(steps[sorted(borders)].mean() / steps[inside].mean()))
+    return ratios
+
+
+def test_a_real_photograph_at_an_odd_size_comes_out_whole_without_seams(trained_run, tmp_path):
+    photo = hopper(tmp_path)
+    done = run_cli("predict", str(trained_run.path), str(photo), "-o", str(tmp_path / "out"), "--tile", "32",
+                   "--overlap", "8", "--batch-size", "8")
+    assert done.returncode == 0, done.stderr
+    with Image.open(tmp_path / "out" / "hopper.png") as out:
+        assert out.size == (397, 509)
+        pixels = np.asarray(out)
+    assert max(seam_ratios(pixels, 32, 8)) < 1.15  # tile borders change no more than the picture inside tiles
+
+
+def test_blending_removes_the_seams_of_a_model_that_normalises_each_tile(tmp_path):
+    """Instance normalisation (CycleGAN's generators) gives every tile its own statistics: butted tiles show
+    seams; blended ones bring the borders near the inside of the tiles."""
+    with Image.open(hopper(tmp_path)) as photo:
+        image = torch.from_numpy(np.asarray(photo, dtype=np.float32) / 127.5 - 1).permute(2, 0, 1)[None]
+
+    def instance_norm(batch):
+        mean, std = batch.mean(dim=(2, 3), keepdim=True), batch.std(dim=(2, 3), keepdim=True) + 1e-3
+        return torch.tanh((batch - mean) / std)
+
+    def as_pixels(output):
+        return ((output[0].permute(1, 2, 0).numpy() + 1) * 127.5).round()
+
+    butted = seam_ratios(as_pixels(Tiling(64, 0).run(instance_norm, image, batch_size=4)), 64, 0)
+    blended = seam_ratios(as_pixels(Tiling(64, 16).run(instance_norm, image, batch_size=4)), 64, 16)
+    assert min(butted) > 1.8 and max(blended) < 1.3

@@ -46,6 +46,7 @@ class PredictReport:
     larger: int = 0
 
     def describe_fit(self) -> str:
+        """How the images were sized for the generator, in words (the summary line and ``predict.json``)."""
         scaled = f"scaled by {self.scale:g}, " if self.scale is not None else ""
         return scaled + self.fit.describe()
 

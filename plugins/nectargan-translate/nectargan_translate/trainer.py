@@ -81,9 +81,9 @@ class TranslationTrainer(Trainer):
     ``on_epoch_end`` and ``on_load_checkpoint`` included: the base's epoch-end work (epoch-unit LR schedules, the
     example grid) and its LR refresh after a resume are hooks of their own, which run whether or not a subclass
     calls ``super()``."""
-    #: Metrics an overridden ``validate`` returns besides ``validation.metrics`` (without ``val/``), which
-    #: ``checkpoint.best_metric`` may then name; checked before the run directory exists.
     validation_metrics: ClassVar[tuple[str, ...]] = ()
+    """Metrics an overridden ``validate`` returns besides ``validation.metrics`` (without ``val/``), which
+    ``checkpoint.best_metric`` may then name; checked before the run directory exists."""
     #: Every process validates its share of the val split; the sums are reduced.
     distributed_validation = True
     #: The columns of a paired trainer's example grids.

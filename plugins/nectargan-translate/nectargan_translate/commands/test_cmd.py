@@ -30,9 +30,9 @@ from .options import check_reference_options, checkpoint_option, device_option, 
 @click.option("--data-root", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Dataset folder, when the run's data.root does not resolve from here.")
 @click.option("--grid", is_flag=True, help="Also write input | output | target grids to grids/.")
-@click.option("--direction", type=click.Choice(["AtoB", "BtoA"]), default=None,
-              help="Which generator: AtoB or BtoA. Default: every direction the checkpoint has (CycleGAN: both, "
-                   "each in its own folder; pix2pix: its one).")
+@click.option("--direction", type=click.Choice(["AtoB", "BtoA", "both"]), default="both", show_default=True,
+              help="Which generator: AtoB, BtoA, or both: every direction the checkpoint has (CycleGAN: both, each "
+                   "in its own folder; pix2pix: its one).")
 @reference_options
 def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out_dir: Optional[Path],
                  batch_size: Optional[int], device: str, data_root: Optional[Path], grid: bool,
@@ -46,9 +46,9 @@ def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out
     images in [0, 1]. On an unpaired split (CycleGAN) the generator of
     --direction translates its input domain and the other generator
     translates back: the metrics compare that reconstruction with the input,
-    and reconstructions/ takes the place of targets/. Without --direction, a
-    checkpoint with a generator each way (CycleGAN) is tested both ways, each
-    direction in its own folder, as the reference's test.py does.
+    and reconstructions/ takes the place of targets/. By default (--direction
+    both) a checkpoint with a generator each way (CycleGAN) is tested both
+    ways, each direction in its own folder, as the reference's test.py does.
 
     \b
     Examples:
@@ -73,8 +73,8 @@ def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out
         click.echo(printable(f"page: {report.page}"))
         return report
 
-    first = one(direction, out_dir)
-    others = first.generator.directions[1:] if direction is None else ()
+    first = one(None if direction == "both" else direction, out_dir)
+    others = first.generator.directions[1:] if direction == "both" else ()
     if others and out_dir is not None:
         click.echo(printable(f"note: {run_dir} has a generator for {', '.join(others)} too; with --out only "
                              f"{first.generator.direction} was tested (give --direction and another --out for the "
