@@ -213,3 +213,20 @@ def test_a_dataset_that_cannot_train_is_refused_before_the_run_directory(tmp_pat
     assert refused.returncode == 2, refused.stderr
     assert refused.stderr.strip() == "error: data.root: " + problem.format(root=root)
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("size, problem", [
+    (12, "error: data.crop_size: input size 12 is too small for patchgan with n_layers=3: it needs at least 24; "
+         "raise data.crop_size or use fewer layers in models.discriminator (n_layers)"),
+    (30, "error: data.crop_size: 30 is not a multiple of 4, which models.generator ('resnet_9blocks') needs for its "
+         "inputs; use 28 or 32, or a generator with fewer downsamplings (depth)"),
+])
+def test_a_size_the_networks_cannot_take_is_refused_before_the_run_directory(tmp_path, size, problem):
+    """As pix2pix: the networks are built on the meta device against the training size before anything is made."""
+    made = run_cli("data", "synth", str(tmp_path / "data"), "--unpaired", "--count", "4", "--size", "32")
+    assert made.returncode == 0, made.stderr
+    refused = run_cli("train", "--trainer", "cyclegan", "--set", f"data.root={tmp_path / 'data'}",
+                      "--set", f"data.load_size={size}", "--set", f"data.crop_size={size}", "--set", "run.device=cpu",
+                      "--set", "run.output_dir=runs", cwd=tmp_path)
+    assert (refused.returncode, refused.stderr) == (2, problem + "\n")
+    assert not (tmp_path / "runs").exists()

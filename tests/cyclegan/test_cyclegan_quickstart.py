@@ -22,7 +22,8 @@ def test_quickstart_config_is_valid_and_the_script_uses_it():
     assert config.models.generator.name == "resnet_6blocks" and config.data.options["crop_size"] == 64
     script = (ROOT / "examples" / "quickstart-cyclegan.sh").read_text()
     assert "quickstart-cyclegan.yaml" in script and "--unpaired" in script
-    assert "--direction \"$direction\"" in script
+    assert '"$nectargan" test "$run_dir" --grid' in script  # --direction both, the default
+    assert "--resume latest:quickstart-cyclegan --output-dir quickstart/runs" in script  # run again: resume
 
 
 @pytest.mark.slow  # two short epochs of training

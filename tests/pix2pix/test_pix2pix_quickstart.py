@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
+import pytest
 import torch
 
 from nectargan_core import Run
@@ -24,7 +26,10 @@ def test_quickstart_config_is_valid_and_uses_the_reference_objective():
     assert config.trainer == "pix2pix"
     assert config.loss.spec == "basic" and config.loss.gan_mode == "vanilla"
     assert config.data.options["crop_size"] == 64
-    assert "quickstart.yaml" in (ROOT / "examples" / "quickstart.sh").read_text()
+    script = (ROOT / "examples" / "quickstart.sh").read_text()
+    assert "quickstart.yaml" in script
+    assert "--resume latest:quickstart --output-dir quickstart/runs" in script  # run again after a stop: resume
+    assert '${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"}' in script  # the CPU build of torch, when asked
 
 
 def test_reduced_quickstart_beats_output_equals_input(tmp_path):
@@ -51,3 +56,33 @@ def test_reduced_quickstart_beats_output_equals_input(tmp_path):
     assert ours["l1"] < 0.5 * baseline["l1"], (ours, baseline)
     assert ours["psnr"] > baseline["psnr"] + 6.0, (ours, baseline)
     shutil.rmtree(tmp_path / "runs")
+
+
+@pytest.mark.parametrize("script, name", [("quickstart.sh", "quickstart"),
+                                          ("quickstart-cyclegan.sh", "quickstart-cyclegan")])
+def test_running_a_quickstart_again_resumes_its_run(tmp_path, script, name):
+    """The scripts' train-or-resume step, run as bash runs it (`nectargan` replaced by a script that echoes): no run ->
+    train from the example config; a run of that name under quickstart/runs -> resume it."""
+    import re
+    import subprocess
+    import sys
+
+    from nectargan_core import RunDir
+
+    text = (ROOT / "examples" / script).read_text()
+    step = re.search(r"^if \"\$venv/bin/python\" -c .*?^fi$", text, re.S | re.M).group(0)
+    venv = Path(sys.executable).parent.parent
+    fake = tmp_path / "nectargan"
+    fake.write_text('#!/bin/sh\necho nectargan "$@"\n')
+    fake.chmod(0o755)
+    program = f'set -euo pipefail\nvenv="{venv}"\nnectargan="{fake}"\n{step}\n'
+
+    def run() -> str:
+        done = subprocess.run(["bash", "-c", program], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()[-1]
+
+    assert run() == f"nectargan train -c examples/{name}.yaml"
+    made = RunDir.create(tmp_path / "quickstart" / "runs", name)
+    (made.path / "config.yaml").write_text("trainer: pix2pix\n")  # what makes a folder a run
+    assert run() == f"nectargan train --resume latest:{name} --output-dir quickstart/runs"

@@ -33,6 +33,7 @@ def check_config(config: Any, registry: Registry) -> None:
         check_update_ratio(config, trainer)
     check_best_metric(config, registry)
     check_data(config)
+    check_unpaired_data(config)
     generator = meta_network("generator", lambda: build_generator(registry, config), config)
     discriminator = meta_network("discriminator", lambda: build_discriminator(registry, config), config)
     size = training_size(config)

@@ -109,17 +109,13 @@ class TranslationTrainer(Trainer):
 
     @classmethod
     def check_config(cls, config: Any, registry: Any) -> None:
-        """Before the run directory exists (after the engine's checks, precision on this device among them): the
-        kind of data, ``optim.d_every``/``g_every`` (for a trainer without the ``update_ratio`` capability),
-        ``best_metric``, and the built-in dataset's folder and train split (listed, not read). pix2pix and the
-        guide's trainer call ``check_translation_config`` instead, which checks all that and their networks and
-        the image size."""
-        from .preflight import check_best_metric, check_data, check_data_kind, check_unpaired_data, check_update_ratio
+        """Before the run directory exists (after the engine's checks, precision on this device among them):
+        ``check_translation_config``: the kind of data, ``optim.d_every``/``g_every`` (for a trainer without the
+        ``update_ratio`` capability), ``best_metric``, the built-in dataset's folder and train split (listed, not
+        read), the networks (built on the meta device) and the image size they can take."""
+        from .preflight import check_config as check_translation_config
 
-        check_data_kind(config, cls)
-        check_update_ratio(config, cls)
-        check_best_metric(config, registry)
-        (check_data if cls.paired else check_unpaired_data)(config)
+        check_translation_config(config, registry)
 
     # -- set-up ------------------------------------------------------------
     def setup_data(self) -> None:
