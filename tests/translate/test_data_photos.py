@@ -284,8 +284,8 @@ def test_sixteen_bit_and_float_photos_are_scaled_to_8_bits_with_a_note(tmp_path)
     done = run_cli("data", "derive", str(tmp_path / "photos"), str(tmp_path / "pairs"), "--grey")
     assert done.returncode == 0, done.stderr
     assert done.stderr == (f"note: 1 photograph(s) have more than 8 bits per sample (e.g. "
-                           f"{tmp_path / 'photos' / 'g16.png'}); their outputs are 8-bit, scaled from the full "
-                           "range\n")
+                           f"{tmp_path / 'photos' / 'g16.png'}); their outputs are 8-bit (integers scaled from their "
+                           "full range, floating point read as 0..1)\n")
     b = pixels_of(tmp_path / "pairs" / "g16.png")[:, 64:]
     np.testing.assert_allclose(b.astype(int), np.round(ramp16 / 257).astype(int), atol=1)
     tiled = tile_photos(tmp_path / "photos", tmp_path / "tiles", size=32)
@@ -293,9 +293,13 @@ def test_sixteen_bit_and_float_photos_are_scaled_to_8_bits_with_a_note(tmp_path)
     floats = np.linspace(0, 1, 64 * 64, dtype=np.float32).reshape(64, 64)
     (tmp_path / "f").mkdir()
     Image.fromarray(floats).save(tmp_path / "f" / "float.tiff")
+    Image.fromarray(floats * 1.5 - 0.25).save(tmp_path / "f" / "wide.tiff")  # -0.25..1.25: clipped, as predict
     derive_pairs(tmp_path / "f", tmp_path / "fpairs", Derivation("grey"))
     b = pixels_of(tmp_path / "fpairs" / "float.png")[:, 64:]
     np.testing.assert_allclose(b.astype(int), np.round(floats * 255).astype(int), atol=1)
+    wide = pixels_of(tmp_path / "fpairs" / "wide.png")[:, 64:]
+    np.testing.assert_allclose(wide.astype(int), np.round(np.clip(floats * 1.5 - 0.25, 0, 1) * 255).astype(int),
+                               atol=1)
 
 
 @pytest.mark.parametrize("orientation", range(1, 9))
@@ -318,12 +322,16 @@ def test_a_stride_beyond_the_tile_and_an_empty_or_dot_output_are_handled(tmp_pat
     with pytest.raises(DatasetError, match=r"--stride 65: more than --size 64 leaves pixels between the tiles"):
         tile_photos(tmp_path / "photos", tmp_path / "tiles", size=64, stride=65)
     (tmp_path / "empty").mkdir()
-    done = run_cli("data", "tile", str(tmp_path / "photos"), ".", "--size", "64", cwd=tmp_path / "empty")
+    here = run_cli("data", "tile", str(tmp_path / "photos"), ".", "--size", "64", cwd=tmp_path / "empty")
+    assert (here.returncode, here.stderr) == (1, f"error: {tmp_path / 'empty'}: is the current folder; give a new "
+                                                 "folder's name (the output appears whole, by a rename, when it is "
+                                                 "complete)\n")
+    done = run_cli("data", "tile", str(tmp_path / "photos"), "./tiles", "--size", "64", cwd=tmp_path / "empty")
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in (tmp_path / "empty").iterdir()) == ["a__x0y0.png", "a__x64y0.png"]
+    assert sorted(p.name for p in (tmp_path / "empty" / "tiles").iterdir()) == ["a__x0y0.png", "a__x64y0.png"]
     blank = run_cli("data", "split", "", cwd=tmp_path / "empty")
     assert blank.returncode == 2 and "is empty; give a folder" in blank.stderr
-    assert sorted(p.name for p in (tmp_path / "empty").iterdir()) == ["a__x0y0.png", "a__x64y0.png"]
+    assert sorted(p.name for p in (tmp_path / "empty").iterdir()) == ["tiles"]
 
 
 def test_derive_takes_one_method_and_only_its_options(tmp_path):
@@ -332,7 +340,9 @@ def test_derive_takes_one_method_and_only_its_options(tmp_path):
                                                    "--downscale, --jpeg, --mask (got --edges, --grey)"),
                           (["--grey", "--sigma", "3"], "error: --sigma goes with --edges or --blur, not --grey"),
                           (["--grey", "--factor", "3"], "error: --factor goes with --downscale, not --grey"),
-                          (["--blur", "--sigma", "0"], "error: --sigma 0: a blur needs a radius above 0")):
+                          (["--blur", "--sigma", "0"], "error: --sigma 0: a blur below 0.1 pixel leaves the photo as "
+                                                       "it is; use at least 0.1"),
+                          (["--blur", "--sigma", "1e-9"], "error: --sigma 1e-09: a blur below 0.1 pixel")):
         done = run_cli("data", "derive", str(tmp_path / "photos"), str(tmp_path / "pairs"), *args)
         assert done.returncode in (1, 2) and done.stderr.startswith(message), (args, done.stderr)
         assert not (tmp_path / "pairs").exists()

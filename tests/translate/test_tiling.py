@@ -109,9 +109,13 @@ def test_a_large_image_run_whole_gets_a_note_naming_the_tile_option(trained_run,
 @pytest.mark.parametrize("args, message", [
     (["--tile", "30"], "error: --tile 30: must be a multiple of 16 for this generator, e.g. 16 or 32"),
     (["--overlap", "4"], "error: --overlap goes with --tile"),
-    (["--tile", "32", "--resize"], "error: --tile runs images at their own size: it does not go with --crop, "
-                                   "--resize or --size"),
+    (["--tile", "32", "--resize"], "error: --tile runs images at their own size in tiles: it does not go with "
+                                   "--resize"),
+    (["--tile", "32", "--pad"], "error: --tile runs images at their own size in tiles: it does not go with --pad"),
+    (["--tile", "32", "--size", "64"], "error: --tile runs images at their own size: it does not go with --crop, "
+                                       "--resize or --size"),
     (["--tile", "0"], "is not a tile side; use a number of pixels from 1 to"),
+    (["--tile", "32", "-o", ""], "is empty; give a path ('.' for the current folder)"),
 ])
 def test_tile_mistakes_are_one_line_and_write_nothing(trained_run, tmp_path, args, message):
     photo = big_photo(tmp_path / "big.png")

@@ -179,3 +179,14 @@ def test_a_resume_that_keeps_the_plan_says_nothing_about_the_learning_rate(tmp_p
     capsys.readouterr()
     Run.resume(run.dir, overrides=["loop.max_steps=null"], host=host).fit()
     assert "learning rate changed" not in capsys.readouterr().err
+
+
+def test_a_schedule_that_ends_before_the_run_says_so(tmp_path, synth, host, capsys):
+    """Explicit lengths shorter than loop.epochs (a resume that raised it, say): the last epochs train at LR 0."""
+    schedule = {"name": "pix2pix_linear", "n_epochs": 1, "n_epochs_decay": 1}
+    Run.create(config(tmp_path, synth, loop={"epochs": 3, "max_steps": 1}, optim={"lr_schedule": schedule}),
+               host=host).fit()
+    lines = [line for line in capsys.readouterr().err.splitlines() if "reaches 0" in line]
+    assert lines == ["warning: optim.lr_schedule: the LR reaches 0 after epoch 2 (optim.lr_schedule.n_epochs 1 + "
+                     "n_epochs_decay 1) and the run trains 3 (loop.epochs): epochs 3 to 3 change nothing; lengthen "
+                     "the schedule, or set both to null to fit it to the run"]

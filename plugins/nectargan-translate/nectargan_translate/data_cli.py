@@ -23,7 +23,7 @@ class FolderPath(click.Path):
     """A folder argument; an empty one is refused (``Path("")`` would silently mean the current folder)."""
 
     def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> Any:
-        if isinstance(value, str) and not value.strip():
+        if isinstance(value, str) and not value:
             self.fail("is empty; give a folder ('.' for the current one)", param, ctx)
         return super().convert(value, param, ctx)
 
@@ -150,8 +150,9 @@ def split(directory: Path, val: float, test: float, seed: int, copy: bool, unpai
               show_default=True, help="Leave out tiles whose luminance varies less than this (standard deviation "
                                       "in grey levels, 0-255): sky, walls, margins. 0 keeps every tile.")
 @click.option("--seed", type=SEED_OPTION, default=0, show_default=True, help="Seed of --crops' positions.")
-def tile(photos: Path, out_dir: Path, size: int, stride: Optional[int], crops: Optional[int], min_detail: float,
-         seed: int) -> None:
+@click.pass_context
+def tile(ctx: click.Context, photos: Path, out_dir: Path, size: int, stride: Optional[int], crops: Optional[int],
+         min_detail: float, seed: int) -> None:
     """Cut the photographs in PHOTOS into SIZE x SIZE tiles in OUT_DIR (PNG).
 
     Each tile is named after its photograph and place (PHOTO__x512y256.png),
@@ -167,8 +168,12 @@ def tile(photos: Path, out_dir: Path, size: int, stride: Optional[int], crops: O
       nectargan data tile photos tiles --size 256 --crops 20 --seed 1
       nectargan data derive tiles pairs --edges && nectargan data split pairs
     """
+    from click.core import ParameterSource
+
     from .data.tiles import tile_photos
 
+    if crops is None and ctx.get_parameter_source("seed") == ParameterSource.COMMANDLINE:
+        raise click.UsageError("--seed places --crops' random tiles; a grid (without --crops) has nothing to draw")
     with _stopped_cleanly(out_dir):
         report = tile_photos(photos, out_dir, size=size, stride=stride, crops=crops, seed=seed,
                              min_detail=min_detail, progress=_progress("photographs"))
@@ -398,7 +403,8 @@ def _photo_notes(reduced: list[Path], loose: list[Path], photos: Path) -> None:
     """The photo tools' notes: photographs read at more than 8 bits, images beside the split folders."""
     if reduced:
         click.echo(printable(f"note: {len(reduced)} photograph(s) have more than 8 bits per sample (e.g. "
-                             f"{reduced[0]}); their outputs are 8-bit, scaled from the full range"), err=True)
+                             f"{reduced[0]}); their outputs are 8-bit (integers scaled from their full range, floating point "
+                             "read as 0..1)"), err=True)
     if loose:
         click.echo(printable(f"note: {len(loose)} image(s) beside the split folders of {photos} were not read (e.g. "
                              f"{loose[0]}); only train/, val/ and test/ are, when {photos} has them"), err=True)

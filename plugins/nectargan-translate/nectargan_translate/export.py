@@ -101,6 +101,13 @@ class ExportReport:
     dynamic_size: bool = False
     multiple: int = 1
 
+    def notes(self) -> list[str]:
+        """Lines for stderr: an ONNX export that could be made for one size only."""
+        if self.format == "onnx" and not self.dynamic_size:
+            return [f"note: this generator could not be exported for any height and width (its code fixes a size "
+                    f"when traced); the export takes {self.size[0]}x{self.size[1]} only: resize or pad to it"]
+        return []
+
     def describe_sizes(self) -> str:
         """The sizes the export takes, for the command's line."""
         if self.dynamic_size:
@@ -115,6 +122,13 @@ def export_generator(target: str | Path, which: str = "latest", *, fmt: Format =
     raise if parity fails."""
     if fmt == "onnx" and not all(importlib.util.find_spec(name) for name in ("onnx", "onnxscript")):
         raise ExportError(f"ONNX export needs the onnx and onnxscript packages: {INSTALL_HINT}")
+    if fmt == "onnx":
+        import onnx.defs
+
+        newest = onnx.defs.onnx_opset_version()
+        if not 18 <= opset <= newest:
+            raise ExportError(f"--opset {opset}: the exporter writes opsets 18 to {newest} (the installed onnx's "
+                              "newest); choose one of them")
     generator = load_generator(target, which, device="cpu", direction=direction)
     if size is None and not generator.training_size:
         raise ExportError(f"{generator.checkpoint}: the run records no training size (data.crop_size or load_size), "
@@ -192,12 +206,17 @@ def export_onnx(model: torch.nn.Module, example: torch.Tensor, path: Path, opset
     blocks = MAX_IMAGE_SIDE // multiple
     sized = {0: batch, 2: multiple * torch.export.Dim("height_blocks", min=1, max=blocks),
              3: multiple * torch.export.Dim("width_blocks", min=1, max=blocks)}
+    # traced at two blocks or more per side: torch.export fixes a dimension whose example is exactly 1
+    height, width = (max(side, 2 * multiple) for side in example.shape[-2:])
+    traced = torch.nn.functional.interpolate(example, size=(height, width)) if (height, width) != \
+        tuple(example.shape[-2:]) else example
     try:
         dynamic = True
         try:
-            torch.onnx.export(model, (example,), str(path), dynamo=True, input_names=[INPUT], output_names=[OUTPUT],
-                              dynamic_shapes=(sized,), opset_version=opset,
-                              external_data=weights > PROTOBUF_LIMIT, verbose=False)
+            with _quiet_tracing():
+                torch.onnx.export(model, (traced,), str(path), dynamo=True, input_names=[INPUT],
+                                  output_names=[OUTPUT], dynamic_shapes=(sized,), opset_version=opset,
+                                  external_data=weights > PROTOBUF_LIMIT, verbose=False)
         except ImportError:
             raise
         except Exception:  # noqa: BLE001 - a model whose code fixes its size (a guard on H or W): one size
@@ -210,7 +229,29 @@ def export_onnx(model: torch.nn.Module, example: torch.Tensor, path: Path, opset
         raise ExportError(f"ONNX export: torch {torch.__version__} cannot use the installed {versions} ({exc}); "
                           "upgrade them: pip install -U onnx onnxscript") from None
     declared = onnx.load(str(path), load_external_data=False).opset_import
-    return next(entry.version for entry in declared if entry.domain in ("", "ai.onnx")), dynamic
+    version = next(entry.version for entry in declared if entry.domain in ("", "ai.onnx"))
+    if version != opset:  # the converter from the exporter's opset failed (it prints why) and kept its own
+        raise ExportError(f"--opset {opset}: the exporter could not convert this generator to it (it wrote opset "
+                          f"{version}); use --opset {version}")
+    return version, dynamic
+
+
+@contextlib.contextmanager
+def _quiet_tracing() -> Iterator[None]:
+    """torch logs a guard it cannot create while tracing for any size as an ERROR block on stderr; the fallback to
+    one size is the answer to it, said in one note."""
+    import logging
+
+    names = ("torch._guards", "torch.fx.experimental.symbolic_shapes", "torch._dynamo", "torch.export")
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def _installed(name: str) -> str:

@@ -4,8 +4,9 @@ A generator trained on 256-pixel crops has learnt the world at that scale:
 run on a whole 4000x3000 photograph it sees a scene at a scale it never saw
 and needs memory for every pixel at once; squashed to 256 pixels the
 photograph loses everything the model could add. Tiling runs it where it was
-trained: tiles of the training size with an overlap, a few at a time (memory
-bounded by the tile and the batch), each output weighted by a smooth window
+trained: tiles of the training size with an overlap, a few at a time (the
+generator's memory bounded by the tile and the batch; the image and its
+output are held whole), each output weighted by a smooth window
 that falls to zero over the overlap towards its neighbours, and the weighted
 outputs summed and divided by the summed weights. Where two tiles overlap by
 exactly the overlap, the two windows add up to one (sin^2 + cos^2), so a
@@ -68,6 +69,9 @@ class Tiling:
             raise NectarGANError(f"--overlap {self.overlap}: must be from 0 to half the tile ({self.tile // 2})")
 
     def describe(self) -> str:
+        """The tiling in words (the summary line and ``predict.json``)."""
+        if not self.overlap:
+            return f"tiles of {self.tile}x{self.tile} side by side (no overlap: not blended)"
         return f"tiles of {self.tile}x{self.tile} overlapping by {self.overlap} px, blended"
 
     def count(self, height: int, width: int) -> int:

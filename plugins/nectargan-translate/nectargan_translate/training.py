@@ -48,6 +48,21 @@ def warn_if_decay_never_starts(schedule: Any, epochs: int, key: str, say: bool) 
               "the schedule to the run", file=sys.stderr)
 
 
+def warn_if_schedule_ends_early(schedule: Any, epochs: int, key: str, say: bool) -> None:
+    """One warning when a pix2pix_linear schedule of explicit lengths reaches a learning rate of 0 before the run's
+    last epoch (a resume that raised loop.epochs, say): the epochs after it change nothing."""
+    if not isinstance(schedule, Pix2PixLinear) or not say:
+        return
+    n_epochs, decay = schedule.n_epochs, schedule.n_epochs_decay
+    if not (isinstance(n_epochs, int) and isinstance(decay, int) and decay > 0):
+        return
+    end = n_epochs + decay + 1 - schedule.epoch_count  # the last epoch with a learning rate above 0
+    if end < epochs:
+        print(f"warning: {key}: the LR reaches 0 after epoch {end} ({key}.n_epochs {n_epochs} + n_epochs_decay "
+              f"{decay}) and the run trains {epochs} (loop.epochs): epochs {end + 1} to {epochs} change nothing; "
+              f"lengthen the schedule, or set both to null to fit it to the run", file=sys.stderr)
+
+
 def check_sync_batchnorm(trainer: Trainer) -> None:
     """Refuse synchronised batch norm with train-mode validation in a distributed run (it would hang).
 
@@ -75,6 +90,7 @@ def make_lr_schedulers(trainer: Trainer, opt_g: torch.optim.Optimizer, opt_d: to
     schedule_d = (build_schedule(optim.lr_schedule_d.model_dump(), trainer.registry, epochs=epochs)
                   if optim.lr_schedule_d is not None else schedule_g)
     warn_if_decay_never_starts(schedule_g, epochs, "optim.lr_schedule", trainer.is_main)
+    warn_if_schedule_ends_early(schedule_g, epochs, "optim.lr_schedule", trainer.is_main)
     sched_g = trainer.track(names[0], lr_scheduler(opt_g, schedule_g))
     sched_d = trainer.track(names[1], lr_scheduler(opt_d, schedule_d))
     return sched_g, sched_d, (schedule_g.unit, schedule_d.unit)

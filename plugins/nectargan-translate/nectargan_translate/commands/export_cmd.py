@@ -9,7 +9,7 @@ import click
 
 from nectargan_core import BoundedFloat, BoundedInt, printable, printable_lines
 
-from .options import SizeType, checkpoint_option, direction_option
+from .options import GivenPath, SizeType, checkpoint_option, direction_option
 
 #: ``--opset``: ONNX numbers its opsets in the twenties today; the exporter checks the exact one it supports.
 OPSET_OPTION = BoundedInt(7, 99, "ONNX has no opset anywhere near that")
@@ -18,12 +18,12 @@ TOLERANCE_OPTION = BoundedFloat(0.0, 2.0, "outputs lie in [-1, 1], so a larger t
 
 
 @click.command("export")
-@click.argument("target", metavar="RUN_DIR|CHECKPOINT", type=click.Path(path_type=Path))
+@click.argument("target", metavar="RUN_DIR|CHECKPOINT", type=GivenPath(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["onnx", "torchscript", "reference"]), required=True,
               help="onnx (needs nectargan-translate[onnx]), torchscript, or reference: the generator(s) as "
                    "pytorch-CycleGAN-and-pix2pix state dicts (<label>_net_G.pth).")
 @checkpoint_option
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+@click.option("-o", "--output", type=GivenPath(path_type=Path), default=None,
               help="Output file (default: RUN_DIR/export/<checkpoint>.onnx or .torchscript.pt, where <checkpoint> holds "
                    "the epoch and step, e.g. best-epoch0003-step00000012); with --format "
                    "reference a folder, the reference's checkpoints/<name> (default: RUN_DIR/export/reference).")
@@ -66,6 +66,8 @@ def export_command(target: Path, fmt: str, which: str, output: Optional[Path], s
 
     report = export_generator(target, which, fmt=fmt, output=output, size=size, opset=opset, tolerance=tolerance,
                               direction=direction)
+    for note in report.notes():
+        click.echo(printable(note), err=True)
     click.echo(printable_lines(report.parity.describe()))
     click.echo(printable(f"wrote {report.path} ({report.describe_sizes()}; {report.weights}) "
                          f"and {report.sidecar.name}"))

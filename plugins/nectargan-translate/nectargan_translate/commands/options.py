@@ -33,6 +33,15 @@ class SizeType(click.ParamType):
         return height, int(sides[1]) if len(sides) > 1 else height
 
 
+class GivenPath(click.Path):
+    """A path argument or option; an empty one is refused (``Path("")`` would silently mean the current folder)."""
+
+    def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> Any:
+        if isinstance(value, str) and not value:
+            self.fail("is empty; give a path ('.' for the current folder)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 class TileType(click.ParamType):
     """``N`` (a tile side) or ``auto`` (the training size)."""
 

@@ -9,14 +9,14 @@ import click
 
 from nectargan_core import BATCH_OPTION, MAX_IMAGE_SIDE, printable_lines
 
-from .options import (SizeType, TileType, check_reference_options, checkpoint_option, device_option, direction_option,
-                      reference_options)
+from .options import (GivenPath, SizeType, TileType, check_reference_options, checkpoint_option, device_option,
+                      direction_option, reference_options)
 
 
 @click.command("predict")
-@click.argument("target", metavar="CHECKPOINT|RUN_DIR", type=click.Path(path_type=Path))
-@click.argument("inputs", metavar="INPUTS...", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--out", "out_dir", required=True, type=click.Path(path_type=Path),
+@click.argument("target", metavar="CHECKPOINT|RUN_DIR", type=GivenPath(path_type=Path))
+@click.argument("inputs", metavar="INPUTS...", nargs=-1, required=True, type=GivenPath(path_type=Path))
+@click.option("-o", "--out", "out_dir", required=True, type=GivenPath(path_type=Path),
               help="Output folder (created if needed).")
 @checkpoint_option
 @click.option("--batch-size", type=BATCH_OPTION, default=1, show_default=True,
@@ -32,7 +32,7 @@ from .options import (SizeType, TileType, check_reference_options, checkpoint_op
 @click.option("--size", type=SizeType(), metavar="N|HxW", default=None, help="Side N or HxW for --crop and --resize.")
 @click.option("--tile", type=TileType(), metavar="N|auto", default=None,
               help="Run each image in overlapping N x N tiles blended without seams (auto: the training size); "
-                   "any image size, memory bounded by the tile and --batch-size (tiles per pass).")
+                   "any image size; the generator's memory is bounded by the tile and --batch-size (tiles per pass).")
 @click.option("--overlap", type=click.IntRange(0, MAX_IMAGE_SIDE), metavar="PX", default=None,
               help="With --tile: pixels neighbouring tiles share, blended (default: a quarter of the tile).")
 @click.option("--scale", type=click.FloatRange(0, 8, min_open=True), metavar="F", default=None,
@@ -66,6 +66,10 @@ def predict_command(target: Path, inputs: tuple[Path, ...], out_dir: Path, which
       nectargan predict runs/horse2zebra/version_0 zebras/ -o horses/ --direction BtoA
     """
     check_reference_options(arch, arch_options)
+    from click.core import ParameterSource
+
+    if tile is not None and click.get_current_context().get_parameter_source("fit") == ParameterSource.COMMANDLINE:
+        raise click.UsageError(f"--tile runs images at their own size in tiles: it does not go with --{fit}")
     from ..files import plan
 
     jobs = plan(inputs, out_dir, recursive)  # torch-free: path and header errors come before torch loads

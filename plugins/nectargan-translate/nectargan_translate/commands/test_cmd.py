@@ -9,11 +9,11 @@ import click
 
 from nectargan_core import BATCH_OPTION, printable, printable_lines
 
-from .options import check_reference_options, checkpoint_option, device_option, reference_options
+from .options import GivenPath, check_reference_options, checkpoint_option, device_option, reference_options
 
 
 @click.command("test")
-@click.argument("run_dir", metavar="RUN_DIR|CHECKPOINT", type=click.Path(path_type=Path))
+@click.argument("run_dir", metavar="RUN_DIR|CHECKPOINT", type=GivenPath(path_type=Path))
 @checkpoint_option
 @click.option("--split", type=click.Choice(["test", "val", "train"]), default="test", show_default=True,
               help="Split of the run's dataset (train is read unaugmented, like val).")
@@ -21,13 +21,13 @@ from .options import check_reference_options, checkpoint_option, device_option, 
               help="eval: dropout off, BN running statistics. train: the reference's test behaviour "
                    "(dropout on, per-batch BN statistics); the saved weights are never changed. "
                    "Default: the run's test.mode (eval unless its config says otherwise).")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None,
+@click.option("--out", "out_dir", type=GivenPath(path_type=Path), default=None,
               help="Output folder (default: RUN_DIR/test/<checkpoint>-<split>[-train-mode], where <checkpoint> "
                    "holds the epoch and step, e.g. best-epoch0003-step00000012). Replaced as a whole by a rerun.")
 @click.option("--batch-size", type=BATCH_OPTION, default=None,
               help="Images per batch (default: the run's data.<split>.batch_size).")
 @device_option
-@click.option("--data-root", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--data-root", type=GivenPath(file_okay=False, path_type=Path), default=None,
               help="Dataset folder, when the run's data.root does not resolve from here.")
 @click.option("--grid", is_flag=True, help="Also write input | output | target grids to grids/.")
 @click.option("--direction", type=click.Choice(["AtoB", "BtoA", "both"]), default="both", show_default=True,

@@ -46,8 +46,9 @@ class Derivation:
             raise DatasetError(f"unknown derivation {self.method!r}; choose one of {', '.join(METHODS)}")
         if self.method == "edges" and not 0 <= self.low <= self.high:
             raise DatasetError(f"--low {self.low} and --high {self.high}: need 0 <= low <= high")
-        if self.method == "blur" and self.sigma <= 0:
-            raise DatasetError(f"--sigma {self.sigma:g}: a blur needs a radius above 0")
+        if self.method == "blur" and self.sigma < 0.1:
+            raise DatasetError(f"--sigma {self.sigma:g}: a blur below 0.1 pixel leaves the photo as it is; use at "
+                               "least 0.1")
 
     def describe(self) -> str:
         """The derivation in a few words, for the command's last line."""

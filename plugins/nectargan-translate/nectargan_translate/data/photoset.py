@@ -82,6 +82,9 @@ def output_folder(out: Path, source: Path) -> Path:
     """``out`` as an absolute path (``.`` has no name to build beside), refused when it holds anything or is the
     source."""
     out = Path(os.path.abspath(out))
+    if out == Path(os.getcwd()):  # renamed into place whole, it would take the shell's folder from under it
+        raise DatasetError(printable(f"{out}: is the current folder; give a new folder's name (the output appears "
+                                     "whole, by a rename, when it is complete)"))
     if out == Path(os.path.abspath(source)):
         raise DatasetError(printable(f"{out}: is the input folder; choose a new output folder"))
     if out.exists() and not (out.is_dir() and not any(out.iterdir())):

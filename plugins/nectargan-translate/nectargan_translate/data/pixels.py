@@ -133,7 +133,7 @@ def open_photo(path: Path) -> tuple[Image.Image, int]:
 
 def to_8bit(image: Image.Image) -> tuple[Image.Image, int]:
     """``image`` in 8-bit ``L``, ``RGB`` or ``RGBA`` (16-bit and 32-bit grey scaled by their full range, float grey
-    read as 0..1 when it stays within it, else 0..255; palettes and CMYK converted); and its bits per sample."""
+    read as 0..1 and clipped, as predict reads it; palettes and CMYK converted); and its bits per sample."""
     if image.mode in ("L", "RGB", "RGBA"):
         return image, 8
     if image.mode in ("I;16", "I;16L", "I;16B", "I;16N", "I"):
@@ -141,10 +141,9 @@ def to_8bit(image: Image.Image) -> tuple[Image.Image, int]:
         bits = 16 if image.mode != "I" or array.max(initial=0) <= 65535 else 32
         array = np.clip(array, 0, 2 ** bits - 1) * (255 / (2 ** bits - 1))
         return Image.fromarray(np.round(array).astype(np.uint8), "L"), bits
-    if image.mode == "F":
-        array = np.nan_to_num(np.asarray(image, dtype=np.float64))
-        scale = 255.0 if array.size and 0 <= array.min() and array.max() <= 1 else 1.0
-        return Image.fromarray(np.round(np.clip(array * scale, 0, 255)).astype(np.uint8), "L"), 32
+    if image.mode == "F":  # as predict and training read it: 0..1, clipped (NaN as 0, infinities as the ends)
+        array = np.clip(np.nan_to_num(np.asarray(image, dtype=np.float64), nan=0.0, posinf=1.0, neginf=0.0), 0, 1)
+        return Image.fromarray(np.round(array * 255).astype(np.uint8), "L"), 32
     alpha = "A" in image.getbands() or "transparency" in image.info
     return image.convert("RGBA" if alpha else "RGB" if image.mode not in ("1", "LA") else "L"), 8
 
