@@ -7,7 +7,7 @@ from typing import Optional
 
 import click
 
-from nectargan_core import BATCH_OPTION, MAX_IMAGE_SIDE, printable_lines
+from nectargan_core import BATCH_OPTION, MAX_IMAGE_SIDE, BoundedFloat, printable_lines
 
 from .options import (GivenPath, SizeType, TileType, check_reference_options, checkpoint_option, device_option,
                       direction_option, reference_options)
@@ -35,7 +35,8 @@ from .options import (GivenPath, SizeType, TileType, check_reference_options, ch
                    "any image size; the generator's memory is bounded by the tile and --batch-size (tiles per pass).")
 @click.option("--overlap", type=click.IntRange(0, MAX_IMAGE_SIDE), metavar="PX", default=None,
               help="With --tile: pixels neighbouring tiles share, blended (default: a quarter of the tile).")
-@click.option("--scale", type=click.FloatRange(0, 8, min_open=True), metavar="F", default=None,
+@click.option("--scale", type=BoundedFloat(0.0, 8.0, "an input scaled more than 8 times is no photograph's detail",
+                                          low_open=True), metavar="F", default=None,
               help="Resize each input by F first (0.5: half size); outputs keep the scaled size.")
 @click.option("--png-compression", type=click.IntRange(0, 9), default=1, show_default=True,
               help="zlib level of the output PNGs (lossless at every level; 9: smallest files, slowest).")
