@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the public names loaded on first access (lazy_exports reads
     from .reporting.history import History, Series
     from .reporting.runs import RunSummary, list_runs
     from .reporting.report import write_report
+    from .reporting.sections import ReportSection, RunReport
     from .checkpoint import FORMAT as CHECKPOINT_FORMAT
     from .checkpoint import load_checkpoint, restoring, save_checkpoint, sha256_of, state_problem
     from .metrics import read_metrics
@@ -69,7 +70,7 @@ __all__ = [
     "Register", "PluginHost", "PluginInfo", "get_plugins", "QUALIFIER", "Component", "Registry",
     "unknown_name_message",
     "Run", "CHECKPOINT_PATTERN", "RunDir", "latest_run", "History", "Series", "RunSummary", "list_runs",
-    "write_report", "CHECKPOINT_FORMAT", "load_checkpoint", "restoring", "save_checkpoint",
+    "write_report", "ReportSection", "RunReport", "CHECKPOINT_FORMAT", "load_checkpoint", "restoring", "save_checkpoint",
     "sha256_of", "state_problem", "read_metrics", "metric_direction", "metric_improved", "repeated_terms",
     "Trainer", "Step", "TrainerKit", "Update", "optimizer_step", "AccumulationGroup", "ResumableSampler",
     "Distributed", "NONFINITE_SKIP", "Precision", "resolve_device", "step_graphs_planned",

@@ -18,13 +18,14 @@ any subset of the arguments listed in its spec, in any order.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, MutableMapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, MutableMapping, Optional, Sequence
 
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import click
 
+    from .reporting.sections import ReportSection, RunReport
     from .trainer import Trainer
 
 PROJECT_NAME = "nectargan"
@@ -172,6 +173,22 @@ class RegistrationSpecs:
         coming from another tool at the equivalent (``--dataroot`` is ``--set
         data.root=DIR``). Return one short clause; the first plugin with an
         answer wins. Called outside any run: keep it cheap and torch-free.
+        """
+
+
+    @hookspec
+    def report_sections(self, report: "RunReport") -> Optional[Sequence["ReportSection"]]:
+        """Sections for ``nectargan report`` about what this plugin leaves in a run directory, or None.
+
+        ``report`` says which run (``report.run``, ``report.summary``,
+        ``report.config``) and where the page goes (``report.link(path)``), and
+        hands out the page's pieces (``escape``, ``number``, ``table``,
+        ``image``, ``image_row``, ``gallery``). Return
+        ``ReportSection(anchor, heading, html)`` objects; they appear between
+        the example grids and the timing, in plugin order. Read only files:
+        the report also runs on a copy of a run from another machine, without
+        torch. A hook that raises or returns something else is named in a
+        short note on the page instead; the rest of the report is written.
         """
 
 

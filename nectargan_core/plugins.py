@@ -31,11 +31,12 @@ listed as a conflict (see :mod:`nectargan_core.registry`). Environment variables
 from __future__ import annotations
 
 import difflib
+import html
 import os
 import sys
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Iterator, Mapping, Optional
 
 import importlib_metadata
 import pluggy
@@ -45,6 +46,7 @@ from .errors import NameConflictError, PluginError
 from .first_party import provider_hint
 from .hookproxy import object_name, proxy_for
 from .registry import HOOK_TO_KIND, QUALIFIER, Component, Registry, normalize, qualified_names
+from .text import printable
 
 ENTRY_POINT_GROUP = "nectargan"
 CORE_DISTRIBUTION = "nectargan-core"
@@ -412,21 +414,62 @@ class PluginHost:
             if not core:
                 cli.add_command(ambiguous_command(name, [info for info, _ in owners], qualified))
 
+    def _each_answer(self, hook: str, **kwargs: Any) -> Iterator[tuple[PluginInfo, Any, Optional[Exception]]]:
+        """Each loaded plugin implementing ``hook``, called on its own: ``(plugin, answer, exception)``.
+
+        For hooks outside a run whose answers are optional extras (a hint, a report section): one
+        plugin's failure must not take away the others' answers or the command's own output.
+        """
+        firstresult = getattr(self.pm.hook, hook).spec.opts.get("firstresult", False)
+        for key, module in list(self._modules.items()):
+            if hook not in self.plugins[key].hooks:
+                continue
+            caller = self.pm.subset_hook_caller(hook, remove_plugins=[m for n, m in self._modules.items() if n != key])
+            try:
+                answers = caller(**kwargs)
+            except Exception as exc:  # noqa: BLE001
+                yield self.plugins[key], None, exc
+                continue
+            if not firstresult:  # a list of this one plugin's answer, empty when it answered None
+                answers = answers[0] if answers else None
+            yield self.plugins[key], answers, None
+
     def option_hint(self, command: str, option: str) -> Optional[str]:
         """The first loaded plugin's ``option_hint`` for ``option`` of ``command``, or None; a plugin whose hook
         fails is skipped (a hint must never replace the error it adds to)."""
-        for key, module in list(self._modules.items()):
-            if "option_hint" not in self.plugins[key].hooks:
-                continue
-            caller = self.pm.subset_hook_caller(
-                "option_hint", remove_plugins=[m for n, m in self._modules.items() if n != key])
-            try:
-                hint = caller(command=command, option=option)
-            except Exception:  # noqa: BLE001
-                continue
-            if isinstance(hint, str) and hint.strip():
+        for _, hint, error in self._each_answer("option_hint", command=command, option=option):
+            if error is None and isinstance(hint, str) and hint.strip():
                 return " ".join(hint.split())
         return None
+
+    def report_sections(self, report: Any) -> list[Any]:
+        """Every loaded plugin's ``report_sections`` for ``report`` (a ``RunReport``), in plugin order.
+
+        A plugin whose hook raises or answers with something that is not a list of valid
+        ``ReportSection`` objects gives one short note section naming it, and the others still show.
+        """
+        from .reporting.sections import ReportSection
+
+        sections: list[Any] = []
+        for info, answer, error in self._each_answer("report_sections", report=report):
+            if error is None and answer is None:
+                continue
+            problem = (f"{type(error).__name__}: {error}" if error is not None
+                       else f"returned a {type(answer).__name__}, not a list of ReportSection"
+                       if not isinstance(answer, (list, tuple)) else None)
+            if problem is None:
+                found = [section.problem() if isinstance(section, ReportSection)
+                         else f"returned a {type(section).__name__} where a ReportSection belongs" for section in answer]
+                problem = next((p for p in found if p), None)
+            if problem is not None:
+                text = printable(" ".join(str(problem).split()))[:300]
+                sections.append(ReportSection(
+                    "plugin-note", f"Left out: {info.owner}'s section",
+                    f'<p class="note">The report_sections hook of {html.escape(info.label)} failed, so its section '
+                    f"is not on this page: {html.escape(text)}</p>"))
+                continue
+            sections.extend(answer)
+        return sections
 
     def loaded(self) -> Iterable[PluginInfo]:
         """The plugins that loaded."""

@@ -26,9 +26,10 @@ def report_command(run_dir: str, output: str | None, smooth: int, max_examples: 
     What defines the run (trainer, networks and their parameter counts, data,
     schedule, precision; the full config collapsed), status and checkpoints,
     loss and validation curves, the example grids side by side over the
-    epochs, test results when 'nectargan test' wrote any (means, the worst and
-    best images, whether the weights are still current, and a link to each
-    results page), and timing. Images are embedded, so the file can be
+    epochs, the sections installed plugins add (with nectargan-translate: the
+    results of 'nectargan test', their means, worst and best images, whether
+    the weights are still current, and a link to each results page), and
+    timing. Images are embedded, so the file can be
     copied, mailed or archived on its own.
 
     \b

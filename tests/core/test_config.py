@@ -242,3 +242,39 @@ def test_a_parts_option_given_with_set_is_blamed_on_that_set():
                      origins) == "--set visualizers.console.bar=x"
     assert origin_of("data: dataset 'paired': load_size: too small", "p.yaml", origins) == "p.yaml"
     assert origin_of("loop.epochs: must be > 0", "p.yaml", origins) == "p.yaml"
+
+
+def test_why_the_config_does_not_use_pydantics_strict_mode_still_holds():
+    """docs/architecture.md says strict mode refuses what YAML configs must say and cannot mark a Literal; when a
+    pydantic release changes that, this fails and the decision is worth making again."""
+    from pathlib import Path as _Path
+    from typing import Literal as _Literal
+
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+    class StrictOptions(BaseModel):
+        model_config = ConfigDict(strict=True)
+        crop: tuple[int, int] = (1, 1)
+        root: _Path = _Path(".")
+
+    for data, message in (({"crop": [256, 256]}, "Input should be a valid tuple"),
+                          ({"root": "datasets/facades"}, "Input should be an instance of Path")):
+        with pytest.raises(ValidationError) as caught:
+            StrictOptions.model_validate(data)
+        assert caught.value.errors()[0]["msg"] == message
+    with pytest.raises(Exception, match="strict"):
+        class StrictLiteral(BaseModel):
+            mode: _Literal[1, 3] = Field(1, strict=True)
+
+        StrictLiteral.model_validate({"mode": 3})
+    # ... while our sections read both as YAML writes them, and refuse the coercions strict mode is for
+    from nectargan_core import Section
+
+    class Ours(Section):
+        crop: tuple[int, int] = (1, 1)
+        root: _Path = _Path(".")
+        epochs: int = 1
+
+    assert Ours.model_validate({"crop": [256, 256], "root": "datasets/facades"}).crop == (256, 256)
+    with pytest.raises(ValidationError, match=r'must be an integer \(got "3"\); write a whole number'):
+        Ours.model_validate({"epochs": "3"})

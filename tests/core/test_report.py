@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from nectargan_core.reporting.report import (build_report, evaluations_body, read_evaluations, sample_evenly,
-                                             sidecar_position)
+from nectargan_core import ReportSection, hookimpl
+from nectargan_core.reporting.report import build_report, sample_evenly
 from nectargan_core.rundir import RunDir
 from runs_support import GanLosses, Tags, make_run, png_size, rendered_dom, write_png
 from support import run_cli
@@ -18,43 +18,15 @@ from support import run_cli
 PLOTS = 4  # losses-G, losses-D, validation, learning-rates
 EXAMPLES = 3
 COLUMNS = ["input", "output", "target"]
-TEST_IMAGES = 2 * 3  # --test-images 2: the worst and the best image, three columns each
-CURRENT, OLDER, OLD_BEST = "epoch0003-step00000012-test", "epoch0002-step00000008-test", "best-epoch0001-step00000001-test"
-
-
-def write_test_folder(run_dir, name, epoch, step, checkpoint, l1_values=()):
-    """A results folder as ``nectargan test`` writes it: metrics.json, per-image PNGs and index.html."""
-    folder = run_dir / "test" / name
-    rows = []
-    for i, l1 in enumerate(l1_values):
-        image = f"{i:05d}.png"
-        for column, sub, size in (("input", "inputs", 8), ("output", "images", 8), ("target", "targets", 8)):
-            write_png(folder / sub / image, size, size, (60 * i, 20 * len(column), 200))
-        rows.append({"image": image, "l1": l1, "psnr": 20 - 10 * l1, "ssim": 1 - l1,
-                     "files": {"input": f"inputs/{image}", "output": f"images/{image}", "target": f"targets/{image}"}})
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "index.html").write_text("<!DOCTYPE html><title>results</title>")
-    mean = {m: sum(r[m] for r in rows) / len(rows) for m in ("l1", "psnr", "ssim")} if rows else \
-        {"l1": 0.25, "psnr": 21.5, "ssim": 0.75}
-    (folder / "metrics.json").write_text(json.dumps({
-        "checkpoint_name": checkpoint, "epoch": epoch, "global_step": step, "split": "test", "mode": "eval",
-        "page": "index.html", "mean": mean, "per_image": rows,
-        "baseline": {"what": "output = input", "mean": {"l1": 0.5, "psnr": 9.0, "ssim": 0.25}},
-    }))
-
-
 @pytest.fixture(scope="module")
 def reported(tmp_path_factory):
-    """A finished run with example grids and three test results, and its report written by the CLI."""
+    """A finished run with example grids, and its report written by the CLI."""
     run_dir = make_run(tmp_path_factory.mktemp("report") / "runs", GanLosses(), name="facades")
     grids = {epoch: write_png(run_dir / "examples" / f"epoch{epoch:04d}.png", 96, 32, (40 * epoch, 90, 160))
              for epoch in range(1, EXAMPLES + 1)}
     summary = json.loads((run_dir / "summary.json").read_text())  # as a trainer with three-column grids writes it
     (run_dir / "summary.json").write_text(json.dumps({**summary, "example_columns": COLUMNS}))
-    write_test_folder(run_dir, CURRENT, 3, 12, "epoch0003-step00000012.pt", [0.2, 0.4, 0.1, 0.3])
-    write_test_folder(run_dir, OLDER, 2, 8, "epoch0002-step00000008.pt")
-    write_test_folder(run_dir, OLD_BEST, 1, 1, "best.pt")
-    result = run_cli("report", str(run_dir), "--test-images", "2")
+    result = run_cli("report", str(run_dir))
     assert result.returncode == 0, result.stderr
     page = run_dir / "report.html"
     assert result.stdout.strip() == f"wrote {page}"
@@ -70,7 +42,7 @@ def test_report_is_self_contained(reported):
     document = page.read_text(encoding="utf-8")
     tags = Tags(document)
     images = tags.of("img")
-    assert len(images) == PLOTS + EXAMPLES + TEST_IMAGES
+    assert len(images) == PLOTS + EXAMPLES
     for attrs in images:
         assert attrs["src"].startswith("data:image/png;base64,")
         width, height = png_size(base64.b64decode(attrs["src"].split(",", 1)[1]))
@@ -80,9 +52,7 @@ def test_report_is_self_contained(reported):
     assert embedded == [grids[epoch] for epoch in sorted(grids)]
     links = [attrs.get(key) or "" for _, attrs in tags.tags for key in ("src", "href")]
     assert not [link for link in links if re.match(r"\s*(https?:)?//", link)]
-    pages = [attrs["href"] for attrs in tags.of("a") if not attrs["href"].startswith("#")]
-    assert pages == [f"test/{name}/index.html" for name in (CURRENT, OLDER, OLD_BEST)]  # newest weights first
-    assert all((run_dir / href).is_file() for href in pages)
+    assert [attrs["href"] for attrs in tags.of("a") if not attrs["href"].startswith("#")] == []
     assert not tags.of("script") and not tags.of("link") and not tags.of("iframe")
 
 
@@ -90,7 +60,7 @@ def test_report_leads_with_the_setup_and_keeps_the_config_collapsed(reported):
     run_dir, page, _ = reported
     document = page.read_text(encoding="utf-8")
     tags = Tags(document)
-    assert [attrs["id"] for attrs in tags.of("section")] == ["setup", "run", "curves", "examples", "test", "timing"]
+    assert [attrs["id"] for attrs in tags.of("section")] == ["setup", "run", "curves", "examples", "timing"]
     rows = dict(json.loads((run_dir / "summary.json").read_text())["rows"])
     setup = document[document.index('<section id="setup">'):document.index('<section id="run">')]
     assert text_of(setup).startswith("Setup " + " ".join(f"{label} {text}" for label, text in rows.items()))
@@ -111,17 +81,6 @@ def test_report_shows_status_metrics_examples_tests_and_timing(reported):
     assert ("Each grid shows input | output | target after the epoch named above it (all 3); the same images in "
             "every grid, so epochs compare side by side. epoch 1 input output target epoch 2 input output target "
             "epoch 3 input output target") in text  # each grid: its caption, then its column labels
-    assert (f"test weights mode l1 psnr ssim {CURRENT} epoch0003-step00000012.pt (epoch 3, step 12) eval 0.25 17.5 "
-            f"0.75 {CURRENT} (baseline: output = input) 0.5 9 0.25 {OLDER} epoch0002-step00000008.pt (epoch 2, "
-            "step 8) eval 0.25 21.5 0.75") in text
-    assert (f"{CURRENT} test split, epoch0003-step00000012.pt (epoch 3, step 12), eval mode: the run's current "
-            "weights · results page: every image worst 1: 00001.png (l1 0.4, psnr 16, ssim 0.6) input output "
-            "target best 1: 00002.png (l1 0.1, psnr 19, ssim 0.9) input output target") in text
-    assert (f"{OLDER} test split, epoch0002-step00000008.pt (epoch 2, step 8), eval mode: not current: the run has "
-            "trained on since, to step 12") in text
-    best_now = ", ".join(sidecar_position(run_dir / "checkpoints" / "best.pt"))
-    assert (f"{OLD_BEST} test split, best.pt (epoch 1, step 1), eval mode: not current: best.pt has been replaced "
-            f"since: it now holds {best_now}; the run has trained on since, to step 12") in text
     assert re.search(r"s/iter \(median over logging intervals\) [\d.e-]+", text)
     assert re.search(r"img/s \(batch size 4\) [\d.e+]+", text)
     assert re.search(r"epoch seconds: mean / min / max [\d.e-]+ / [\d.e-]+ / [\d.e-]+", text)
@@ -131,25 +90,12 @@ def test_report_renders_in_headless_chromium_with_every_image_loaded(reported, t
     _, page, grids = reported
     tags = Tags(rendered_dom(page, tmp_path))
     images = tags.of("img")
-    assert len(images) == PLOTS + EXAMPLES + TEST_IMAGES
+    assert len(images) == PLOTS + EXAMPLES
     assert [a["data-loaded"] for a in images] == ["yes"] * len(images)
     assert [a["data-natural"] for a in images[PLOTS:PLOTS + EXAMPLES]] == ["96x32"] * EXAMPLES
-    assert [a["data-natural"] for a in images[PLOTS + EXAMPLES:]] == ["8x8"] * TEST_IMAGES
     text = " ".join(" ".join(tags.text).split())
-    assert "Setup" in text and "Curves" in text and "Examples" in text and "Test results" in text
+    assert "Setup" in text and "Curves" in text and "Examples" in text
     assert "Timing" in text
-
-
-def test_a_report_written_elsewhere_links_the_results_pages_relatively(reported, tmp_path):
-    run_dir, _, _ = reported
-    output = tmp_path / "shared" / "facades.html"
-    result = run_cli("report", str(run_dir), "-o", str(output), "--test-images", "0")
-    assert result.returncode == 0, result.stderr
-    tags = Tags(output.read_text(encoding="utf-8"))
-    pages = [attrs["href"] for attrs in tags.of("a") if not attrs["href"].startswith("#")]
-    assert pages[0] == os.path.relpath(run_dir / "test" / CURRENT / "index.html", output.parent)
-    assert all((output.parent / href).resolve().is_file() for href in pages)
-    assert len(tags.of("img")) == PLOTS + EXAMPLES  # --test-images 0: no test images
 
 
 def test_long_runs_embed_an_even_sample_of_example_grids(tmp_path):
@@ -163,17 +109,6 @@ def test_long_runs_embed_an_even_sample_of_example_grids(tmp_path):
     assert "(5 of 30, evenly spaced)" in document
     assert sample_evenly(list(range(10)), 0) == list(range(10))
     assert sample_evenly(list(range(10)), 1) == [9]
-
-
-def test_test_metrics_are_read_tolerantly(tmp_path):
-    run_dir = make_run(tmp_path / "runs", epochs=1)
-    for name, body in {"a-test": '{"l1": 0.5, "note": "x"}', "b-test": "{not json", "c-test": "[1, 2]",
-                       "d-test": '{"mean": {"psnr": null}}'}.items():
-        (run_dir / "test" / name).mkdir(parents=True)
-        (run_dir / "test" / name / "metrics.json").write_text(body)
-    results = read_evaluations(RunDir(run_dir))
-    assert [(r.name, list(r.mean)) for r in results] == [("a-test", ["l1"]), ("d-test", ["psnr"])]
-    assert "<td class=\"num\">n/a</td>" in evaluations_body(results)  # an unknown (null) score
 
 
 def test_report_of_a_run_without_metrics_yet(tmp_path):
@@ -197,3 +132,63 @@ def test_report_on_a_folder_that_is_not_a_run(tmp_path):
     result = run_cli("report", str(tmp_path))
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [f"error: {tmp_path}: not a NectarGAN run directory (no config.yaml)"]
+
+
+def test_plugins_add_sections_between_the_examples_and_the_timing(tmp_path, nectargan_plugin_host):
+    run_dir = make_run(tmp_path / "runs", epochs=1)
+    seen = []
+
+    class Gallery:
+        @hookimpl
+        def report_sections(self, report):
+            seen.append((report.run.path, report.summary.steps, report.config["trainer"], report.images))
+            link = report.link(report.run.path / "config.yaml")
+            return [ReportSection("gallery", "Gallery <1>", f"<p>{report.escape('<b>&')}</p><a href=\"{link}\">c</a>"),
+                    ReportSection("timing", "Second", "<p>two</p>")]
+
+    class Quiet:
+        @hookimpl
+        def report_sections(self, report):
+            return None
+
+    host = nectargan_plugin_host(Gallery(), Quiet(), installed=False)
+    output = tmp_path / "elsewhere" / "page.html"
+    document = build_report(RunDir(run_dir), plugins=host, output=output, test_images=3)
+    tags = Tags(document)
+    assert [attrs["id"] for attrs in tags.of("section")] == [
+        "setup", "run", "curves", "examples", "gallery", "timing-6", "timing"]  # a taken anchor is made unique
+    assert "<h2>Gallery &lt;1&gt;</h2><p>&lt;b&gt;&amp;</p>" in document
+    assert [a["href"] for a in tags.of("a")][-1] == os.path.relpath(run_dir / "config.yaml", output.parent)
+    assert seen == [(run_dir, 4, "toy", 3)]  # the run, its summary and config, and --test-images
+
+
+@pytest.mark.parametrize("answer, why", [
+    ("raise", "RuntimeError: cannot read <test>"),
+    ("text", "returned a str, not a list of ReportSection"),
+    ("dict", "returned a dict where a ReportSection belongs"),
+    ("anchor", "anchor 'Not An Anchor' is not lower-case letters, digits and '-', starting with a letter"),
+])
+def test_a_plugin_section_that_fails_is_a_note_and_the_report_is_still_written(answer, why, tmp_path,
+                                                                              nectargan_plugin_host):
+    run_dir = make_run(tmp_path / "runs", epochs=1)
+
+    class Broken:
+        @hookimpl
+        def report_sections(self, report):
+            if answer == "raise":
+                raise RuntimeError("cannot read <test>")
+            return {"text": "<p>hi</p>", "dict": [{"anchor": "x"}],
+                    "anchor": [ReportSection("Not An Anchor", "x", "")]}[answer]
+
+    class Fine:
+        @hookimpl
+        def report_sections(self, report):
+            return [ReportSection("fine", "Fine", "<p>still here</p>")]
+
+    document = build_report(RunDir(run_dir), plugins=nectargan_plugin_host(Broken(), Fine(), installed=False))
+    sections = [attrs["id"] for attrs in Tags(document).of("section")]
+    assert sections == ["setup", "run", "curves", "examples", "plugin-note", "fine", "timing"]
+    note = document[document.index('<section id="plugin-note">'):document.index('<section id="fine">')]
+    assert text_of(note) == ("Left out: Broken's section The report_sections hook of plugin 'Broken' (Broken) failed, "
+                             f"so its section is not on this page: {why}")
+    assert "<test>" not in note

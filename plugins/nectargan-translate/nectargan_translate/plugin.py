@@ -50,3 +50,11 @@ def register_metrics(register):
              description="Peak signal-to-noise ratio in dB (data range 1)")
     register("ssim", "nectargan_translate.evaluation:ssim", direction="max",
              description="Structural similarity (data range 1)")
+
+
+@hookimpl
+def report_sections(report):
+    """The results of ``nectargan test`` in ``nectargan report``."""
+    from .report_section import test_results_section
+
+    return test_results_section(report)
