@@ -196,14 +196,23 @@ class Run:
         overrides: Iterable[str] = (),
         plugins: Iterable[Any] = (),
         host: PluginHost | None = None,
+        keep_schedule: bool = False,
     ) -> "Run":
         """Continue a run from its latest good checkpoint (or ``checkpoint``), exactly.
 
         ``target`` is a run directory or ``"latest"`` (the most recently
         updated run under ``output_dir``). ``overrides`` may change values such
-        as ``loop.epochs`` to train longer.
+        as ``loop.epochs`` to train longer. ``keep_schedule`` keeps schedules
+        fitted to the epochs the run was planned for (``loop.schedule_epochs``),
+        whatever ``loop.epochs`` becomes; the config records it.
         """
         host = host or get_plugins()
+        overrides = list(overrides)
+        if keep_schedule:
+            if any(o.partition("=")[0].strip() == "loop.schedule_epochs" for o in overrides):
+                raise ConfigError("--keep-schedule sets loop.schedule_epochs to the epochs the run was planned for; "
+                                  "give one of --keep-schedule and --set loop.schedule_epochs")
+            overrides = [*overrides, f"loop.schedule_epochs={planned_epochs(target, output_dir, name, host)}"]
         run_dir = latest_run(output_dir, name) if str(target) == "latest" else RunDir.open(target)
         # Rank 0 (known from torchrun's environment before the process group exists) takes the run first:
         # a second writer is refused before anything is read or changed.
@@ -404,3 +413,9 @@ def restarted_after(checkpoint: str | Path, run_dir: RunDir) -> bool:
         return bool(newest) and newest[-1].stat().st_mtime > Path(checkpoint).stat().st_mtime
     except OSError:
         return False
+
+
+def planned_epochs(target: str | Path, output_dir: str | Path, name: str | None, host: PluginHost) -> int:
+    """The epochs a run's schedules are fitted to, as its config.yaml says (before this resume's overrides)."""
+    run_dir = latest_run(output_dir, name) if str(target) == "latest" else RunDir.open(target)
+    return load_config(load_file(run_dir.config_file), (), host.registry).loop.fitted_epochs

@@ -28,6 +28,9 @@ STARTING_ONLY = {
                    "recently updated run under --output-dir; latest:NAME: the same among runs named NAME.")
 @click.option("--checkpoint", metavar="PATH", default=None, type=click.Path(dir_okay=False),
               help="With --resume: resume from this checkpoint instead of the latest.")
+@click.option("--keep-schedule", is_flag=True,
+              help="With --resume and a new loop.epochs: keep the LR schedule fitted to the epochs the run was "
+                   "planned for, then hold its last LR (loop.schedule_epochs), instead of re-fitting it.")
 @click.option("--init-from", metavar="CHECKPOINT", default=None, type=click.Path(dir_okay=False),
               help="Start a new run from these network weights (fine-tuning; not a resume).")
 @click.option("--init-from-partial", "init_partial", is_flag=True,
@@ -40,8 +43,8 @@ STARTING_ONLY = {
 @click.option("--max-restarts", type=RESTARTS_OPTION, default=0, show_default=True,
               help="With --nproc: restart the processes this often after a failure (each restart resumes).")
 def train_command(config_file: str | None, preset: str | None, overrides: tuple[str, ...], trainer: str | None,
-                  resume: str | None, checkpoint: str | None, init_from: str | None, init_partial: bool,
-                  output_dir: str | None, nproc: int | None, max_restarts: int) -> None:
+                  resume: str | None, checkpoint: str | None, keep_schedule: bool, init_from: str | None,
+                  init_partial: bool, output_dir: str | None, nproc: int | None, max_restarts: int) -> None:
     """Train with the trainer named in the config (or --trainer).
 
     Stops cleanly on Ctrl-C or SIGTERM: the current step finishes, a checkpoint
@@ -56,6 +59,7 @@ def train_command(config_file: str | None, preset: str | None, overrides: tuple[
       nectargan train --preset pix2pix-reference --set data.root=datasets/facades
       nectargan train --resume runs/facades/version_0
       nectargan train --resume latest --set loop.epochs=300
+      nectargan train --resume latest --set loop.epochs=300 --keep-schedule
       nectargan train --resume latest:facades
       nectargan train -c finetune.yaml --init-from runs/base/version_0/checkpoints/best.pt
       nectargan train -c finetune.yaml --init-from generator_only.pt --init-from-partial
@@ -66,6 +70,11 @@ def train_command(config_file: str | None, preset: str | None, overrides: tuple[
 
     if resume is None and checkpoint is not None:
         raise ConfigError("--checkpoint needs --resume RUN_DIR")
+    if resume is None and keep_schedule:
+        raise ConfigError("--keep-schedule needs --resume RUN_DIR: a new run fits its schedules to its loop.epochs")
+    if keep_schedule and any(o.partition("=")[0].strip() == "loop.schedule_epochs" for o in overrides):
+        raise ConfigError("--keep-schedule sets loop.schedule_epochs to the epochs the run was planned for; "
+                          "give one of --keep-schedule and --set loop.schedule_epochs")
     if resume is not None and init_from is not None:
         raise ConfigError("--init-from starts a new run from weights; --resume continues one: use one of them")
     if init_partial and init_from is None:
@@ -92,6 +101,7 @@ def train_command(config_file: str | None, preset: str | None, overrides: tuple[
                 *(a for o in overrides for a in ("--set", o)),
                 *(["--trainer", trainer] if trainer else []), *(["--resume", resume] if resume else []),
                 *(["--checkpoint", checkpoint] if checkpoint else []),
+                *(["--keep-schedule"] if keep_schedule else []),
                 *(["--init-from", init_from] if init_from else []),
                 *(["--output-dir", output_dir] if output_dir else [])]
         sys.exit(launch(nproc, ["train", *args], max_restarts=max_restarts))
@@ -100,7 +110,7 @@ def train_command(config_file: str | None, preset: str | None, overrides: tuple[
     if resume is not None:
         target, name = resume_target(resume)
         run = Run.resume(target, name=name, checkpoint=checkpoint, overrides=all_overrides(overrides, trainer),
-                         output_dir=output_dir or "runs")
+                         output_dir=output_dir or "runs", keep_schedule=keep_schedule)
         say = run.trainer.is_main
         picked = "" if target != "latest" else (
             f" (the most recently updated run{f' named {name!r}' if name else ''} under {output_dir or 'runs'})")

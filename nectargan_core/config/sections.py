@@ -111,7 +111,16 @@ class RunSection(Section):
 class LoopSection(Section):
     """How long to train and how often to log and validate."""
 
+    @property
+    def fitted_epochs(self) -> int:
+        """The epochs schedules that follow the run's length are fitted to: ``schedule_epochs`` or ``epochs``."""
+        return self.schedule_epochs if self.schedule_epochs is not None else self.epochs
+
     epochs: int = Field(10, description="Number of epochs to train", gt=0)
+    schedule_epochs: Optional[int] = Field(
+        None, gt=0, description="The epochs that schedules following the run's length (the default LR schedule) are "
+                                "fitted to (null: loop.epochs); a run longer than this holds each such schedule's "
+                                "last value after them. nectargan train --resume --keep-schedule sets it")
     max_steps: Optional[int] = Field(
         None, description="Stop after this many steps (batches; under accumulation at the end of the group)", gt=0)
     log_every_steps: int = Field(50, description="Write a metrics record every N steps", gt=0)

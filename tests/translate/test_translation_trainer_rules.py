@@ -158,19 +158,48 @@ def test_a_plugin_dataset_with_set_epoch_hears_every_epoch_a_resumed_one_include
 
 
 def test_a_resume_that_changes_the_learning_rate_says_so(tmp_path, synth, host, capsys):
-    """Raising loop.epochs re-fits the default schedule (it follows the run's length): the LR moves, in one line."""
+    """Raising loop.epochs re-fits the default schedule (it follows the run's length): the LR moves, in one line
+    with the LR now and at the next epoch, pointing at --keep-schedule."""
     run = Run.create(config(tmp_path, synth, loop={"epochs": 2}, examples={"every_epochs": None}), host=host).fit()
     saved = run.trainer.opt_g.param_groups[0]["lr"]
+    base = run.trainer.config.optim.lr_g
     capsys.readouterr()
-    same = Run.resume(run.dir, overrides=["loop.epochs=3"], host=host)
-    same.fit()
+    longer = Run.resume(run.dir, overrides=["loop.epochs=4"], host=host)
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if "learning rate changed on resume" in line]
     assert len(lines) == 1
-    assert lines[0].startswith(f"warning: the learning rate changed on resume (G {saved:.3g} -> ")
-    moved = re.search(r"\(G ([0-9.e-]+) -> ([0-9.e-]+), D", lines[0])
-    assert moved and float(moved.group(1)) != float(moved.group(2))
-    assert "at epoch 3 of 3: optim.lr_schedule is fitted to loop.epochs, which this resume changed" in lines[0]
+    # fitted to 2 epochs (1 + 1 decay) the LR at epoch 3 was 0; fitted to 4 (2 + 2) it is 2/3, then 1/3
+    assert lines[0].startswith(f"warning: the learning rate changed on resume at epoch 3 of 4 (G {saved:.3g} -> "
+                               f"{base * 2 / 3:.3g} now, {base / 3:.3g} at epoch 4; D ")
+    assert lines[0].endswith("optim.lr_schedule is fitted to loop.epochs, which this resume changed; to finish the "
+                             "saved plan instead and then hold its last LR, resume with --keep-schedule (or give the "
+                             "schedule its own lengths: optim.lr_schedule: {name: pix2pix_linear, n_epochs: N, "
+                             "n_epochs_decay: M})")
+    longer.close()
+
+
+def test_keep_schedule_finishes_the_saved_plan_then_holds_its_last_learning_rate(tmp_path, synth, host, capsys):
+    """The issue's user: a run planned for 2 epochs (LR x1, then x1/2) resumed for 4 keeps that plan and holds x1/2
+    for epochs 3 and 4; the config records it, so a later resume keeps it too."""
+    run = Run.create(config(tmp_path, synth, loop={"epochs": 2}, examples={"every_epochs": None}), host=host).fit()
+    base = run.trainer.config.optim.lr_g
+    capsys.readouterr()
+    kept = Run.resume(run.dir, overrides=["loop.epochs=4"], keep_schedule=True, host=host)
+    err = capsys.readouterr().err
+    assert "learning rate changed" not in err
+    assert (f"note: the LR schedule keeps its plan of 2 epochs (loop.schedule_epochs, --keep-schedule): epochs 3 to 4 "
+            f"hold its last LR (G {base / 2:.3g})") in err.splitlines()
+    assert kept.config.loop.schedule_epochs == 2
+    assert "schedule_epochs: 2" in (run.dir / "config.yaml").read_text()
+    multiplier = kept.trainer.sched_g.lr_lambdas[0]
+    assert [multiplier(k) for k in range(4)] == [1.0, 0.5, 0.5, 0.5]
+    kept.fit()
+    assert kept.trainer.opt_g.param_groups[0]["lr"] == pytest.approx(base / 2)
+    again = Run.resume(run.dir, overrides=["loop.epochs=5"], host=host)  # recorded: no flag needed
+    assert [again.trainer.sched_g.lr_lambdas[0](k) for k in range(5)] == [1.0, 0.5, 0.5, 0.5, 0.5]
+    again.close()
+    with pytest.raises(ConfigError, match="give one of --keep-schedule and --set loop.schedule_epochs"):
+        Run.resume(run.dir, overrides=["loop.schedule_epochs=3"], keep_schedule=True, host=host)
 
 
 def test_a_resume_that_keeps_the_plan_says_nothing_about_the_learning_rate(tmp_path, synth, host, capsys):
@@ -190,3 +219,26 @@ def test_a_schedule_that_ends_before_the_run_says_so(tmp_path, synth, host, caps
     assert lines == ["warning: optim.lr_schedule: the LR reaches 0 after epoch 2 (optim.lr_schedule.n_epochs 1 + "
                      "n_epochs_decay 1) and the run trains 3 (loop.epochs): epochs 3 to 3 change nothing; lengthen "
                      "the schedule, or set both to null to fit it to the run"]
+
+
+def test_keep_schedule_from_the_command_line(tmp_path, synth, host):
+    """The user's command: nectargan train --resume RUN --set loop.epochs=N --keep-schedule, and its refusals."""
+    import yaml
+
+    from support import run_cli
+
+    run = Run.create(config(tmp_path, synth, loop={"epochs": 2}, examples={"every_epochs": None}), host=host).fit()
+    refused = run_cli("train", "--keep-schedule", "--set", "loop.epochs=3")
+    assert (refused.returncode, refused.stderr) == (2, "error: --keep-schedule needs --resume RUN_DIR: a new run "
+                                                       "fits its schedules to its loop.epochs\n")
+    both = run_cli("train", "--resume", str(run.dir), "--keep-schedule", "--set", "loop.schedule_epochs=3")
+    assert (both.returncode, both.stderr) == (2, "error: --keep-schedule sets loop.schedule_epochs to the epochs the "
+                                                 "run was planned for; give one of --keep-schedule and --set "
+                                                 "loop.schedule_epochs\n")
+    done = run_cli("train", "--resume", str(run.dir), "--set", "loop.epochs=3", "--keep-schedule", timeout=300)
+    assert done.returncode == 0, done.stderr
+    lr = run.trainer.config.optim.lr_g / 2
+    assert (f"note: the LR schedule keeps its plan of 2 epochs (loop.schedule_epochs, --keep-schedule): epochs 3 to 3 "
+            f"hold its last LR (G {lr:.3g})") in done.stderr.splitlines()
+    stored = yaml.safe_load((run.dir / "config.yaml").read_text())
+    assert (stored["loop"]["epochs"], stored["loop"]["schedule_epochs"]) == (3, 2)

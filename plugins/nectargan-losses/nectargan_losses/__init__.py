@@ -21,13 +21,14 @@ if TYPE_CHECKING:  # the public names, loaded on first access (nectargan_core.la
     from .specs import LossSpec, TermSpec
     from .gan import LSGAN, WGANGP, GANObjective, HingeGAN, VanillaGAN, gradient_penalty, per_scale
     from .options import ScheduleChoice
-    from .schedules import (Constant, Cosine, Exponential, Linear, Pix2PixLinear, Ramp, Schedule, Warmup,
+    from .schedules import (Constant, Cosine, Exponential, HeldAfter, Linear, Pix2PixLinear, Ramp, Schedule, Warmup,
                             build_schedule, lr_scheduler, refresh_lr)
 
 __all__ = [
     "__version__", "LossManager", "LossResult", "LossSection", "gan_objectives", "validated_options", "LossSpec",
     "TermSpec",
-    "GANObjective", "VanillaGAN", "LSGAN", "HingeGAN", "WGANGP", "gradient_penalty", "per_scale", "ScheduleChoice", "Constant", "Cosine", "Exponential", "Linear",
+    "GANObjective", "VanillaGAN", "LSGAN", "HingeGAN", "WGANGP", "gradient_penalty", "per_scale", "ScheduleChoice", "Constant", "Cosine", "Exponential", "HeldAfter",
+    "Linear",
     "Pix2PixLinear", "Ramp", "Schedule", "Warmup", "build_schedule", "lr_scheduler", "refresh_lr",
 ]
 

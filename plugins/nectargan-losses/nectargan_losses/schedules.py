@@ -46,6 +46,27 @@ class Schedule:
         """
         return self
 
+    def held_after(self, last: float) -> "Schedule":
+        """This schedule up to position ``last``, then its value there for good.
+
+        A resume with ``--keep-schedule`` that trains past the epochs a schedule was
+        fitted to gets this: the saved plan runs as planned, then its last value holds.
+        """
+        return HeldAfter(self, last)
+
+
+class HeldAfter(Schedule):
+    """``schedule`` until position ``last``, then ``schedule.value(last)``."""
+
+    def __init__(self, schedule: Schedule, last: float) -> None:
+        self.schedule, self.last, self.unit = schedule, last, schedule.unit
+
+    def value(self, t: float) -> float:
+        return self.schedule.value(min(t, self.last))
+
+    def __repr__(self) -> str:
+        return f"{self.schedule!r} held after {self.unit} {self.last:g}"
+
 
 class Constant(Schedule):
     """The same ``value`` at every position."""

@@ -14,8 +14,9 @@ from typing import Any, Mapping, Optional
 
 import torch
 
-from nectargan_losses import Constant, build_schedule
-from nectargan_translate import PairedDataset, cache_summary, data_channels, find_pairs, split_dir, training_size
+from nectargan_losses import Constant
+from nectargan_translate import (PairedDataset, cache_summary, data_channels, find_pairs, run_schedule, split_dir,
+                                 training_size)
 
 #: Options shown in the ``data`` row's preprocessing part, not repeated elsewhere.
 CHANNEL_OPTIONS = {"in_channels", "out_channels", "input_channels", "target_channels"}
@@ -165,7 +166,7 @@ def optimizer_row(trainer: Any) -> str:
 
 def schedule_text(trainer: Any, choice: Any) -> str:
     """The configured schedule, and what it is for this run (null epochs split ``loop.epochs``)."""
-    built = build_schedule(choice.model_dump(), trainer.registry, epochs=trainer.config.loop.epochs)
+    built = run_schedule(trainer, choice)
     return f"{choice.name} ({options_text(choice.options) or 'defaults'}): {built!r}"
 
 

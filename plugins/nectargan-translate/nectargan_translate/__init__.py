@@ -37,7 +37,8 @@ if TYPE_CHECKING:  # the public names, loaded on first access (nectargan_core.la
     from .trainer import TranslationTrainer
     from .networks import build_discriminator, build_generator, build_network
     from .compilation import compile_for_training
-    from .training import EarlyStopping, check_sync_batchnorm, make_adam, make_lr_schedulers, write_epoch_examples
+    from .training import (EarlyStopping, check_sync_batchnorm, make_adam, make_lr_schedulers, run_schedule,
+                           write_epoch_examples)
     # evaluation, example grids and trained generators
     from .evaluation import MetricAccumulator, evaluation_mode, per_image
     from .examples import save_grid, spread_indices, train_view
@@ -59,7 +60,7 @@ __all__ = [
     "reference_recipe", "check_translation_config", "training_size",
     "TranslationTrainer", "build_discriminator", "build_generator", "build_network",
     "compile_for_training", "EarlyStopping",
-    "check_sync_batchnorm", "make_adam", "make_lr_schedulers", "write_epoch_examples",
+    "check_sync_batchnorm", "make_adam", "make_lr_schedulers", "run_schedule", "write_epoch_examples",
     "MetricAccumulator", "evaluation_mode", "per_image", "save_grid", "spread_indices", "train_view",
     "GeneratorSpec", "LoadedGenerator", "load_generator", "EvaluationReport", "run_test", "PredictReport", "predict", "ExportError",
     "ExportReport", "Parity", "export_generator",

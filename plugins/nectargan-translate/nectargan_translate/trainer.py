@@ -29,7 +29,8 @@ from .evaluation import MetricAccumulator, evaluation_mode
 from .examples import save_grid, spread_indices, train_view
 from .generators import GeneratorSpec
 from .options import ValidationSection, data_channels
-from .training import EarlyStopping, check_sync_batchnorm, make_adam, make_lr_schedulers, write_epoch_examples
+from .training import (EarlyStopping, check_sync_batchnorm, lr_at, make_adam, make_lr_schedulers, run_schedule,
+                       write_epoch_examples)
 
 class DatasetEpochSampler(ResumableSampler):
     """The training sampler of another plugin's dataset: also tells the dataset the epoch (``set_epoch``), if it
@@ -218,8 +219,6 @@ class TranslationTrainer(Trainer):
 
         pix2pix adds its own, richer rows (its loss spec, the discriminator's receptive field).
         """
-        from nectargan_losses import build_schedule
-
         base = super().describe()
         section = self.config.precision
         precision = f"{self.precision.name} (precision.amp: {section.amp})"
@@ -242,7 +241,7 @@ class TranslationTrainer(Trainer):
         optim = self.config.optim
         defaults = self.opt_g.defaults
         kernel = "fused" if defaults.get("fused") else "foreach" if defaults.get("foreach") else "single"
-        schedule = build_schedule(optim.lr_schedule.model_dump(), self.registry, epochs=self.config.loop.epochs)
+        schedule = run_schedule(self, optim.lr_schedule)
         rows = {"trainer": base["trainer"], "device": base["device"], "precision": precision,
                 "networks": f"{networks} (generator {models.generator.name}, discriminator "
                             f"{models.discriminator.name})",
@@ -288,21 +287,34 @@ class TranslationTrainer(Trainer):
     # super(). Both are reserved.
     @hookimpl(specname="on_load_checkpoint")
     def refresh_after_resume(self) -> None:
-        """After a resume, the LR the (possibly re-fitted) schedule gives now, not the one saved with the old; a
-        change is said in one line (a schedule fitted to ``loop.epochs`` changes when a resume raises it)."""
+        """After a resume, the LR the (possibly re-fitted) schedule gives now, not the one saved with the old.
+
+        A change is said in one line with the LR now and at the next epoch (a schedule fitted to
+        ``loop.epochs`` changes when a resume raises it), pointing at ``--keep-schedule``; a schedule kept
+        that way says which epochs hold its last LR."""
         changes = []
-        for label, scheduler in (("G", self.sched_g), ("D", self.sched_d)):
+        for label, scheduler, unit in (("G", self.sched_g, self.lr_units[0]), ("D", self.sched_d, self.lr_units[1])):
             saved = [group["lr"] for group in scheduler.optimizer.param_groups]
             refresh_lr(scheduler)
             now = [group["lr"] for group in scheduler.optimizer.param_groups]
             if any(abs(a - b) > 1e-3 * max(abs(a), abs(b), 1e-12) for a, b in zip(saved, now)):
-                changes.append(f"{label} {saved[0]:.3g} -> {now[0]:.3g}")
-        if changes and self.is_main:
-            epochs = self.config.loop.epochs
-            print(f"warning: the learning rate changed on resume ({', '.join(changes)}) at epoch {self.epochs_done + 1} "
-                  f"of {epochs}: optim.lr_schedule is fitted to loop.epochs, which this resume changed; to keep the "
-                  "saved plan, resume with the run's loop.epochs, or give the schedule its own lengths (e.g. "
-                  "optim.lr_schedule: {name: pix2pix_linear, n_epochs: N, n_epochs_decay: M})", file=sys.stderr)
+                later = (f", {lr_at(scheduler, scheduler.last_epoch + 1):.3g} at epoch {self.epochs_done + 2}"
+                         if unit == "epoch" and self.epochs_done + 1 < self.config.loop.epochs else "")
+                changes.append(f"{label} {saved[0]:.3g} -> {now[0]:.3g} now{later}")
+        if not self.is_main:
+            return
+        loop = self.config.loop
+        held = loop.fitted_epochs < loop.epochs and self.lr_units[0] == "epoch"
+        if held and self.epochs_done < loop.epochs:  # the plan's end reached: its last LR holds (not a change)
+            print(f"note: the LR schedule keeps its plan of {loop.fitted_epochs} epochs (loop.schedule_epochs, "
+                  f"--keep-schedule): epochs {loop.fitted_epochs + 1} to {loop.epochs} hold its last LR "
+                  f"(G {lr_at(self.sched_g, loop.fitted_epochs - 1):.3g})", file=sys.stderr)
+        elif changes and not held:
+            print(f"warning: the learning rate changed on resume at epoch {self.epochs_done + 1} of {loop.epochs} "
+                  f"({'; '.join(changes)}): optim.lr_schedule is fitted to loop.epochs, which this resume changed; "
+                  "to finish the saved plan instead and then hold its last LR, resume with --keep-schedule "
+                  "(or give the schedule its own lengths: optim.lr_schedule: {name: pix2pix_linear, n_epochs: N, "
+                  "n_epochs_decay: M})", file=sys.stderr)
 
     @hookimpl(specname="on_epoch_end", tryfirst=True)
     def finish_epoch(self, epoch: int) -> None:

@@ -76,21 +76,42 @@ def check_sync_batchnorm(trainer: Trainer) -> None:
                           "forever; set validation.eval_mode=true")
 
 
+def run_schedule(trainer: Trainer, choice: Any) -> Any:
+    """The schedule ``choice`` (an ``optim.lr_schedule``-style ``{name, options}``) for this run.
+
+    Fitted to ``loop.schedule_epochs`` when set (a resume with ``--keep-schedule``)
+    or else ``loop.epochs``; when the run trains longer than the schedule was
+    fitted to, an epoch-unit schedule holds its value of the last fitted epoch.
+    """
+    loop = trainer.config.loop
+    fitted = loop.fitted_epochs
+    schedule = build_schedule(choice.model_dump(), trainer.registry, epochs=fitted)
+    if fitted < loop.epochs and schedule.unit == "epoch":
+        return schedule.held_after(fitted - 1)
+    return schedule
+
+
+def lr_at(scheduler: Any, position: int) -> float:
+    """The learning rate of ``scheduler``'s first parameter group at ``position`` (an epoch or step count)."""
+    return scheduler.base_lrs[0] * scheduler.lr_lambdas[0](position)
+
+
 def make_lr_schedulers(trainer: Trainer, opt_g: torch.optim.Optimizer, opt_d: torch.optim.Optimizer,
                        names: tuple[str, str]) -> tuple[Any, Any, tuple[str, str]]:
     """G's and D's LR schedulers, tracked under ``names``, and their units (``"epoch"`` or ``"step"``).
 
     G's follows ``optim.lr_schedule``; D's ``optim.lr_schedule_d``, or G's
     schedule when that is null. Schedules that follow the run's length (the
-    default one does) are fitted to ``loop.epochs``. Give each scheduler to
-    its kit update with its unit (``scheduler_unit=``).
+    default one does) are fitted to ``loop.epochs`` (or ``loop.schedule_epochs``,
+    see :func:`run_schedule`). Give each scheduler to its kit update with its
+    unit (``scheduler_unit=``).
     """
-    optim, epochs = trainer.config.optim, trainer.config.loop.epochs
-    schedule_g = build_schedule(optim.lr_schedule.model_dump(), trainer.registry, epochs=epochs)
-    schedule_d = (build_schedule(optim.lr_schedule_d.model_dump(), trainer.registry, epochs=epochs)
-                  if optim.lr_schedule_d is not None else schedule_g)
-    warn_if_decay_never_starts(schedule_g, epochs, "optim.lr_schedule", trainer.is_main)
-    warn_if_schedule_ends_early(schedule_g, epochs, "optim.lr_schedule", trainer.is_main)
+    optim, loop = trainer.config.optim, trainer.config.loop
+    schedule_g = run_schedule(trainer, optim.lr_schedule)
+    schedule_d = run_schedule(trainer, optim.lr_schedule_d) if optim.lr_schedule_d is not None else schedule_g
+    planned = getattr(schedule_g, "schedule", schedule_g)  # a held schedule's plan
+    warn_if_decay_never_starts(planned, loop.epochs, "optim.lr_schedule", trainer.is_main)
+    warn_if_schedule_ends_early(planned, loop.fitted_epochs, "optim.lr_schedule", trainer.is_main)
     sched_g = trainer.track(names[0], lr_scheduler(opt_g, schedule_g))
     sched_d = trainer.track(names[1], lr_scheduler(opt_d, schedule_d))
     return sched_g, sched_d, (schedule_g.unit, schedule_d.unit)
