@@ -175,3 +175,37 @@ def test_blending_removes_the_seams_of_a_model_that_normalises_each_tile(tmp_pat
     butted = seam_ratios(as_pixels(Tiling(64, 0).run(instance_norm, image, batch_size=4)), 64, 0)
     blended = seam_ratios(as_pixels(Tiling(64, 16).run(instance_norm, image, batch_size=4)), 64, 16)
     assert min(butted) > 1.8 and max(blended) < 1.3
+
+
+def test_test_in_tiles_scores_full_size_photos_as_predict_translates_them(trained_run, tmp_path):
+    """``nectargan test --tile``: a split kept at full size (the run reads test with preprocess: none) runs in the
+    same blended tiles as predict --tile: the same output pixels, scored at the photos' own size."""
+    root = tmp_path / "data"
+    (root / "test").mkdir(parents=True)
+    rng = np.random.default_rng(3)
+    for name in ("wide.png", "tall.png"):
+        pixels = rng.integers(0, 256, (70, 150, 3) if name == "wide.png" else (110, 60, 3), dtype=np.uint8)
+        Image.fromarray(np.concatenate([pixels, pixels[:, ::-1]], axis=1)).save(root / "test" / name)  # A | B
+    done = run_cli("test", str(trained_run.path), "--data-root", str(root), "--out", str(tmp_path / "tested"),
+                   "--tile", "auto", "--overlap", "8")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("test: 2 images, ")
+    assert ", eval mode, in tiles of 32x32 overlapping by 8 px, blended: " in done.stdout
+    results = json.loads((tmp_path / "tested" / "metrics.json").read_text())
+    assert results["tiling"] == "tiles of 32x32 overlapping by 8 px, blended"
+    for row in results["per_image"]:
+        with Image.open(tmp_path / "tested" / "inputs" / row["image"]) as shown:
+            a_side = shown.copy()
+        a_side.save(tmp_path / f"a-{row['image']}")
+        predicted = run_cli("predict", str(trained_run.path), str(tmp_path / f"a-{row['image']}"), "-o",
+                            str(tmp_path / f"pred-{row['image']}"), "--tile", "auto", "--overlap", "8")
+        assert predicted.returncode == 0, predicted.stderr
+        with Image.open(tmp_path / "tested" / "images" / row["image"]) as tested, \
+                Image.open(tmp_path / f"pred-{row['image']}" / f"a-{row['image']}") as by_predict:
+            assert tested.size == a_side.size == by_predict.size
+            assert np.abs(np.asarray(tested, dtype=int) - np.asarray(by_predict, dtype=int)).max() <= 1
+    whole = run_cli("test", str(trained_run.path), "--data-root", str(root), "--out", str(tmp_path / "whole"))
+    assert whole.returncode == 0, whole.stderr
+    assert json.loads((tmp_path / "whole" / "metrics.json").read_text())["tiling"] is None
+    refused = run_cli("test", str(trained_run.path), "--overlap", "8")
+    assert (refused.returncode, refused.stderr) == (1, "error: --overlap goes with --tile\n")

@@ -29,7 +29,7 @@ from .evaluation import to_unit
 from .files import Job, plan
 from .images import PNG_COMPRESSION, Fit, FitMode, save_png, to_uint8
 from .inference import LoadedGenerator, load_generator
-from .tiling import Tiling
+from .tiling import Tiling, run_sized, tiling_for
 
 
 @dataclass
@@ -164,13 +164,8 @@ def _predict_each(generator: LoadedGenerator, jobs: list[Job], out_dir: Path, *,
 
     from .data.augment import INTERPOLATION
 
-    if tile is not None:
-        side = generator.training_size if tile == "auto" else int(tile)
-        if side is None:
-            raise NectarGANError("--tile auto: this checkpoint records no training size; give --tile N")
-        sizing: Fit | Tiling = Tiling(side, side // 4 if overlap is None else overlap, generator.size_multiple)
-    else:
-        sizing = Fit("pad", generator.size_multiple)
+    sizing: Fit | Tiling = (tiling_for(tile, overlap, generator.training_size, generator.size_multiple)
+                            if tile is not None else Fit("pad", generator.size_multiple))
     if scale is not None and not 0 < scale <= 8:
         raise NectarGANError(f"--scale {scale:g}: must be above 0 and at most 8")
     in_channels = generator.channels[0]
@@ -184,11 +179,7 @@ def _predict_each(generator: LoadedGenerator, jobs: list[Job], out_dir: Path, *,
             if scale is not None:
                 size = [max(1, round(job.height * scale)), max(1, round(job.width * scale))]
                 image = F.resize(image, size, interpolation=interpolation, antialias=True)
-            height, width = image.shape[-2:]
-            if isinstance(sizing, Tiling):
-                output = sizing.run(model, image, batch_size=batch_size, device=model_device)
-            else:
-                output = sizing.restore(model(sizing.prepare(image).to(model_device)), height, width)
+            output = run_sized(model, image, sizing, device=model_device, tiles_per_pass=batch_size)
             written.append(save_png(out_dir / job.output, to_uint8(to_unit(output[0])).cpu(), png_compression))
         report = PredictReport(generator, out_dir, sizing, written, scale=scale)
         write_record(report)

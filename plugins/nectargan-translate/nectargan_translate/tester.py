@@ -63,6 +63,7 @@ from .images import Fit, save_png
 from .inference import LoadedGenerator, load_generators, run_dir_of
 from .evaluation import evaluation_mode
 from .results_page import FOLDERS, write_page
+from .tiling import Tiling, run_sized, tiling_for
 
 #: What a results folder's images show, left to right: paired, and unpaired (scored by the cycle).
 PAIRED_COLUMNS = ("input", "output", "target")
@@ -100,6 +101,8 @@ class EvaluationReport:
     preprocess: str = "?"
     #: What each image was scored with: L1, PSNR, SSIM, then the run's other validation metrics.
     metrics: tuple[str, ...] = METRICS
+    #: How the generator met the images: ``--tile``'s tiling in words, or None (whole, padded to its multiple).
+    tiling: Optional[str] = None
 
     @property
     def cycle(self) -> bool:
@@ -119,8 +122,9 @@ class EvaluationReport:
     def summary(self) -> str:
         """One line: what was tested and how it scored, next to the trivial baseline."""
         what = f"{self.generator.direction}, {self.compared}: " if self.cycle else ""
+        tiles = f", in {self.tiling}" if self.tiling else ""
         line = (f"{self.split}: {len(self.names)} images, {self.generator.label}, "
-                f"{self.mode} mode: {what}{format_metrics(self.mean)}")
+                f"{self.mode} mode{tiles}: {what}{format_metrics(self.mean)}")
         if self.baseline is not None:
             line += f" | output=input: {format_metrics(self.baseline)}"
         return line
@@ -209,13 +213,21 @@ def dataset_label(dataset: Any, generator: LoadedGenerator) -> str:
 def run_test(target: str | Path, which: str = "latest", *, split: str = "test", mode: Optional[Mode] = None,
              out_dir: Optional[Path] = None, batch_size: Optional[int] = None, device: str | torch.device = "cpu",
              data_root: Optional[Path] = None, grid: bool = False, arch: Optional[str] = None,
-             arch_options: Sequence[str] = (), direction: Optional[str] = None) -> EvaluationReport:
+             arch_options: Sequence[str] = (), direction: Optional[str] = None, tile: Optional[int | str] = None,
+             overlap: Optional[int] = None) -> EvaluationReport:
     """Run the generator of ``direction`` over ``split``; write metrics, images and the results page; return the scores.
 
     With ``arch``, ``target`` is a reference state dict (see :func:`~nectargan_translate.inference.load_generator`).
+    ``tile`` (a side, or ``"auto"``: the training size) runs each image in overlapping tiles blended without
+    seams, as ``nectargan predict --tile`` does (``overlap`` default: a quarter of the tile), the batch size in
+    tiles per pass; images the split keeps at full size (``preprocess: none``) then run at the training scale.
     """
+    if overlap is not None and tile is None:
+        raise NectarGANError("--overlap goes with --tile")
     generator, *inverse = load_generators(target, which, [direction], device=device, arch=arch,
                                           arch_options=arch_options, inverse=True)
+    sizing: Fit | Tiling = (tiling_for(tile, overlap, generator.training_size, generator.size_multiple)
+                            if tile is not None else Fit("pad", generator.size_multiple))
     if mode is None:
         # the run's own choice (the reference preset: train); a trainer without a test section: eval
         section = getattr(generator.config, "test", None)
@@ -241,12 +253,15 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
     try:
         if cycle:
             report = _test_cycle(generator, inverse[0] if inverse else None, dataset, split, mode, out_dir,
-                                 staging, grid, metrics=metrics, registry=registry)
+                                 staging, grid, metrics=metrics, registry=registry, sizing=sizing,
+                                 tiles_per_pass=batch_size or 1)
         else:
             report = _test_pairs(generator, dataset, split, mode, out_dir, staging, grid,
                                  batch_size=batch_size_of(options, view) or 1, root=options.get("root"),
-                                 metrics=metrics, registry=registry)
+                                 metrics=metrics, registry=registry, sizing=sizing,
+                                 tiles_per_pass=batch_size or batch_size_of(options, view) or 1)
         report.replaced = replaced
+        report.tiling = sizing.describe() if isinstance(sizing, Tiling) else None
         view = getattr(getattr(dataset, "options", None), "val" if split == "train" else split, None)
         report.preprocess = str(getattr(view, "preprocess", "?"))
         write_metrics(report, staging)
@@ -259,7 +274,7 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
 
 def _test_pairs(generator: LoadedGenerator, dataset: Any, split: str, mode: Mode, out_dir: Path,
                 staging: Path, grid: bool, *, batch_size: int, root: Optional[str], metrics: Sequence[str] = METRICS,
-                registry: Any = None) -> EvaluationReport:
+                registry: Any = None, sizing: Any = None, tiles_per_pass: int = 1) -> EvaluationReport:
     """Each output against its target, next to the output = input baseline; files go to ``staging``.
 
     The generator of ``AtoB`` translates each item's ``A`` and is scored
@@ -269,7 +284,7 @@ def _test_pairs(generator: LoadedGenerator, dataset: Any, split: str, mode: Mode
     names, sources, data_root, batches = _pairs_of(dataset, generator, batch_size, root)
     source, goal = ("B", "A") if generator.direction == "BtoA" else ("A", "B")
     in_channels, out_channels = generator.channels
-    fit = Fit("pad", generator.size_multiple)
+    sizing = sizing if sizing is not None else Fit("pad", generator.size_multiple)
     model, target_device = generator.model, next(generator.model.parameters()).device
 
     values: dict[str, list[float]] = {name: [] for name in metrics}
@@ -282,7 +297,7 @@ def _test_pairs(generator: LoadedGenerator, dataset: Any, split: str, mode: Mode
         for batch in batches:
             real_a, real_b = batch[source].to(target_device), batch[goal].to(target_device)
             height, width = real_a.shape[-2:]
-            fake_b = fit.restore(model(fit.prepare(real_a)), height, width)
+            fake_b = run_sized(model, real_a, sizing, device=target_device, tiles_per_pass=tiles_per_pass)
             for name, scores in per_image(fake_b, real_b, metrics, registry).items():
                 values[name] += scores.tolist()
             if has_baseline:  # a grey input is compared as the grey picture it is (its channel repeated)
@@ -332,7 +347,7 @@ def _pairs_of(dataset: Any, generator: LoadedGenerator, batch_size: int,
 
 def _test_cycle(generator: LoadedGenerator, back: Optional[LoadedGenerator], dataset: Any, split: str, mode: Mode,
                 out_dir: Path, staging: Path, grid: bool, *, metrics: Sequence[str] = METRICS,
-                registry: Any = None) -> EvaluationReport:
+                registry: Any = None, sizing: Any = None, tiles_per_pass: int = 1) -> EvaluationReport:
     """Unpaired: each image of the input domain translated, and back by ``back``; the reconstruction against it."""
     if back is None:
         raise NectarGANError(f"{generator.checkpoint}: the split is unpaired, so outputs are scored by translating "
@@ -343,7 +358,7 @@ def _test_cycle(generator: LoadedGenerator, back: Optional[LoadedGenerator], dat
     if not len(images):
         raise DatasetError(f"{dataset_label(dataset, generator)}: no images in the {split} split's domain {source}")
     names = [path.name for path in output_names([Path(path.name) for path in images.paths])]
-    fit = Fit("pad", generator.size_multiple)
+    sizing = sizing if sizing is not None else Fit("pad", generator.size_multiple)
     values: dict[str, list[float]] = {name: [] for name in metrics}
     sizes: list[tuple[int, int]] = [(0, 0)] * len(names)
     loader = leave_stopping_to_main(DataLoader(images, batch_size=images.batch_size, shuffle=False,
@@ -354,8 +369,8 @@ def _test_cycle(generator: LoadedGenerator, back: Optional[LoadedGenerator], dat
         for batch in loader:
             real = batch["image"].to(device)
             height, width = real.shape[-2:]
-            fake = fit.restore(generator.model(fit.prepare(real)), height, width)
-            reconstructed = fit.restore(back.model(fit.prepare(fake)), height, width)
+            fake = run_sized(generator.model, real, sizing, device=device, tiles_per_pass=tiles_per_pass)
+            reconstructed = run_sized(back.model, fake, sizing, device=device, tiles_per_pass=tiles_per_pass)
             for name, scores in per_image(reconstructed, real, metrics, registry).items():
                 values[name] += scores.tolist()
             for i, index in enumerate(batch["index"].tolist()):
@@ -457,6 +472,7 @@ def write_metrics(report: EvaluationReport, folder: Path) -> None:
         "compared": report.compared,
         "data_root": str(Path(report.data_root).resolve()) if report.data_root is not None else None,
         "images": len(report.names),
+        "tiling": report.tiling,
         "page": "index.html",
         "mean": {m: json_number(v) for m, v in report.mean.items()},
         "baseline": None if report.baseline is None else {

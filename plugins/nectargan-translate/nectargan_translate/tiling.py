@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 
@@ -105,6 +105,26 @@ class Tiling:
         blended = total / weight_sum
         top, left = (full_h - height) // 2, (full_w - width) // 2
         return blended[..., top:top + height, left:left + width]
+
+
+def tiling_for(tile: int | str, overlap: int | None, training_size: int | None, multiple: int) -> Tiling:
+    """The tiling of ``--tile N|auto`` (auto: the training size) and ``--overlap`` (default: a quarter of the tile)."""
+    side = training_size if tile == "auto" else int(tile)
+    if side is None:
+        raise NectarGANError("--tile auto: this checkpoint records no training size; give --tile N")
+    return Tiling(side, side // 4 if overlap is None else overlap, multiple)
+
+
+def run_sized(model: Callable[[torch.Tensor], torch.Tensor], images: torch.Tensor, sizing: Any, *,
+              device: torch.device | str, tiles_per_pass: int = 1) -> torch.Tensor:
+    """``model`` (on ``device``) over a batch of images (``N x C x H x W``, anywhere) at their own size: in
+    blended tiles (a :class:`Tiling`, image by image: only tiles go to the device) or whole (a ``Fit``: padded to
+    the generator's multiple, then cropped back); the outputs on ``device``."""
+    if isinstance(sizing, Tiling):
+        return torch.cat([sizing.run(model, image[None], batch_size=tiles_per_pass, device=device)
+                          for image in images]).to(device)
+    height, width = images.shape[-2:]
+    return sizing.restore(model(sizing.prepare(images.to(device))), height, width)
 
 
 def _pad_to(image: torch.Tensor, side: int) -> torch.Tensor:

@@ -74,6 +74,17 @@ def direction_option(func: Callable[..., Any]) -> Callable[..., Any]:
                              "the only one of pix2pix).")(func)
 
 
+def tile_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--tile N|auto`` and ``--overlap PX``: run images at their own size in blended tiles (predict and test)."""
+    func = click.option("--overlap", type=click.IntRange(0, MAX_IMAGE_SIDE), metavar="PX", default=None,
+                        help="With --tile: pixels neighbouring tiles share, blended (default: a quarter of the "
+                             "tile).")(func)
+    return click.option("--tile", type=TileType(), metavar="N|auto", default=None,
+                        help="Run each image in overlapping N x N tiles blended without seams (auto: the training "
+                             "size); any image size; the generator's memory is bounded by the tile and "
+                             "--batch-size (tiles per pass).")(func)
+
+
 def device_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--device", metavar="DEVICE", default="auto", show_default=True, callback=check_device,
                         help="auto, cpu, cuda, cuda:N or mps.")(func)

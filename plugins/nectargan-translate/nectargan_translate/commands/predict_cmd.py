@@ -7,10 +7,10 @@ from typing import Optional
 
 import click
 
-from nectargan_core import BATCH_OPTION, MAX_IMAGE_SIDE, BoundedFloat, printable_lines
+from nectargan_core import BATCH_OPTION, BoundedFloat, printable_lines
 
-from .options import (GivenPath, SizeType, TileType, check_reference_options, checkpoint_option, device_option,
-                      direction_option, reference_options)
+from .options import (GivenPath, SizeType, check_reference_options, checkpoint_option, device_option,
+                      direction_option, reference_options, tile_options)
 
 
 @click.command("predict")
@@ -30,11 +30,7 @@ from .options import (GivenPath, SizeType, TileType, check_reference_options, ch
 @click.option("--resize", "fit", flag_value="resize",
               help="Resize to --size (default: the training size) and the output back to the input's size.")
 @click.option("--size", type=SizeType(), metavar="N|HxW", default=None, help="Side N or HxW for --crop and --resize.")
-@click.option("--tile", type=TileType(), metavar="N|auto", default=None,
-              help="Run each image in overlapping N x N tiles blended without seams (auto: the training size); "
-                   "any image size; the generator's memory is bounded by the tile and --batch-size (tiles per pass).")
-@click.option("--overlap", type=click.IntRange(0, MAX_IMAGE_SIDE), metavar="PX", default=None,
-              help="With --tile: pixels neighbouring tiles share, blended (default: a quarter of the tile).")
+@tile_options
 @click.option("--scale", type=BoundedFloat(0.0, 8.0, "an input scaled more than 8 times is no photograph's detail",
                                           low_open=True), metavar="F", default=None,
               help="Resize each input by F first (0.5: half size); outputs keep the scaled size.")

@@ -9,7 +9,8 @@ import click
 
 from nectargan_core import BATCH_OPTION, printable, printable_lines
 
-from .options import GivenPath, check_reference_options, checkpoint_option, device_option, reference_options
+from .options import (GivenPath, check_reference_options, checkpoint_option, device_option, reference_options,
+                      tile_options)
 
 
 @click.command("test")
@@ -30,13 +31,15 @@ from .options import GivenPath, check_reference_options, checkpoint_option, devi
 @click.option("--data-root", type=GivenPath(file_okay=False, path_type=Path), default=None,
               help="Dataset folder, when the run's data.root does not resolve from here.")
 @click.option("--grid", is_flag=True, help="Also write input | output | target grids to grids/.")
+@tile_options
 @click.option("--direction", type=click.Choice(["AtoB", "BtoA", "both"]), default="both", show_default=True,
               help="Which generator: AtoB, BtoA, or both: every direction the checkpoint has (CycleGAN: both, each "
                    "in its own folder; pix2pix: its one).")
 @reference_options
 def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out_dir: Optional[Path],
                  batch_size: Optional[int], device: str, data_root: Optional[Path], grid: bool,
-                 direction: Optional[str], arch: Optional[str], arch_options: tuple[str, ...]) -> None:
+                 tile: Optional[int | str], overlap: Optional[int], direction: Optional[str], arch: Optional[str],
+                 arch_options: tuple[str, ...]) -> None:
     """Run a trained generator over a split; write per-image L1, PSNR, SSIM, the images and a results page.
 
     Writes index.html (every image as input | output | target with its
@@ -49,6 +52,9 @@ def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out
     and reconstructions/ takes the place of targets/. By default (--direction
     both) a checkpoint with a generator each way (CycleGAN) is tested both
     ways, each direction in its own folder, as the reference's test.py does.
+    With --tile, each image runs in overlapping tiles blended without seams,
+    as predict --tile does: for a split kept at full size
+    (data.test.preprocess: none), photographs larger than the training size.
 
     \b
     Examples:
@@ -57,6 +63,7 @@ def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out
       nectargan test runs/facades/version_0 --checkpoint 100 --mode train --batch-size 1
       nectargan test latest_net_G.pth --arch unet_256 --data-root datasets/facades
       nectargan test runs/horse2zebra/version_0 --direction BtoA --grid
+      nectargan test runs/photos/version_0 --tile auto --overlap 32
     """
     check_reference_options(arch, arch_options)
     from nectargan_core import resolve_device
@@ -66,7 +73,7 @@ def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out
     def one(chosen: Optional[str], out: Optional[Path]) -> Any:
         report = run_test(run_dir, which, split=split, mode=mode, out_dir=out, batch_size=batch_size,
                           device=resolve_device(device), data_root=data_root, grid=grid, arch=arch,
-                          arch_options=arch_options, direction=chosen)
+                          arch_options=arch_options, direction=chosen, tile=tile, overlap=overlap)
         click.echo(printable_lines(report.summary()))
         click.echo(printable(f"results: {report.out_dir}" + (" (replaced the earlier results there)"
                                                               if report.replaced else "")))
