@@ -414,7 +414,7 @@ class PluginHost:
             if not core:
                 cli.add_command(ambiguous_command(name, [info for info, _ in owners], qualified))
 
-    def _each_answer(self, hook: str, **kwargs: Any) -> Iterator[tuple[PluginInfo, Any, Optional[Exception]]]:
+    def _each_answer(self, hook: str, **kwargs: Any) -> Iterator[tuple[PluginInfo, Any, Optional[BaseException]]]:
         """Each loaded plugin implementing ``hook``, called on its own: ``(plugin, answer, exception)``.
 
         For hooks outside a run whose answers are optional extras (a hint, a report section): one
@@ -427,7 +427,7 @@ class PluginHost:
             caller = self.pm.subset_hook_caller(hook, remove_plugins=[m for n, m in self._modules.items() if n != key])
             try:
                 answers = caller(**kwargs)
-            except Exception as exc:  # noqa: BLE001
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - a plugin's sys.exit() is its failure, not ours
                 yield self.plugins[key], None, exc
                 continue
             if not firstresult:  # a list of this one plugin's answer, empty when it answered None
@@ -445,8 +445,10 @@ class PluginHost:
     def report_sections(self, report: Any) -> list[Any]:
         """Every loaded plugin's ``report_sections`` for ``report`` (a ``RunReport``), in plugin order.
 
-        A plugin whose hook raises or answers with something that is not a list of valid
-        ``ReportSection`` objects gives one short note section naming it, and the others still show.
+        A plugin whose hook raises (or exits) or answers with anything but a list or tuple of valid
+        ``ReportSection`` objects gets one short note section on the page instead of its sections, and a
+        warning line on stderr (its traceback too under ``NECTARGAN_DEBUG``); the others still show. Under
+        ``NECTARGAN_STRICT_PLUGINS`` the failure is a PluginError.
         """
         from .reporting.sections import ReportSection
 
@@ -461,14 +463,21 @@ class PluginHost:
                 found = [section.problem() if isinstance(section, ReportSection)
                          else f"returned a {type(section).__name__} where a ReportSection belongs" for section in answer]
                 problem = next((p for p in found if p), None)
-            if problem is not None:
-                text = printable(" ".join(str(problem).split()))[:300]
-                sections.append(ReportSection(
-                    "plugin-note", f"Left out: {info.owner}'s section",
-                    f'<p class="note">The report_sections hook of {html.escape(info.label)} failed, so its section '
-                    f"is not on this page: {html.escape(text)}</p>"))
+            if problem is None:
+                sections.extend(answer)
                 continue
-            sections.extend(answer)
+            text = printable(" ".join(str(problem).split()))[:300]
+            if self.strict:
+                raise PluginError(f"{info.label}: report_sections failed: {text}") from (
+                    error if isinstance(error, Exception) else None)
+            print(f"warning: {info.label}: report_sections failed, its section is left out of the report: {text}",
+                  file=sys.stderr)
+            if self.debug and error is not None:
+                traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
+            sections.append(ReportSection(
+                "plugin-note", f"Left out: {info.owner}'s section",
+                f'<p class="note">The report_sections hook of {html.escape(info.label)} failed, so its section '
+                f"is not on this page: {html.escape(text)}</p>"))
         return sections
 
     def loaded(self) -> Iterable[PluginInfo]:

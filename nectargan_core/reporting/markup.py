@@ -16,7 +16,13 @@ from typing import Any, Iterable, Sequence
 
 import yaml
 
+from ..limits import MAX_IMAGE_SIDE
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: The chunk that ends every whole PNG (length 0, type IEND, its CRC).
+PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"
+#: Widest and tallest image the page embeds: the core's image-size limit.
+MAX_SIDE = MAX_IMAGE_SIDE
 
 
 @dataclass(frozen=True)
@@ -27,14 +33,45 @@ class Image:
     png: bytes
 
 
+def png_problem(png: bytes) -> str | None:
+    """Why ``png`` is not a whole PNG the page can show (signature, header, end chunk, a side from 1 to
+    :data:`MAX_SIDE` pixels), or None."""
+    if not isinstance(png, (bytes, bytearray)):
+        return f"a {type(png).__name__}, not the bytes of a PNG"
+    if png[:8] != PNG_SIGNATURE or png[12:16] != b"IHDR":
+        return "not a PNG (no PNG signature and header)"
+    if not png.endswith(PNG_END):
+        return "an incomplete PNG (it does not end with the IEND chunk)"
+    width, height = png_size(png)
+    if not (1 <= width <= MAX_SIDE and 1 <= height <= MAX_SIDE):
+        return f"a PNG of {width}x{height} pixels; the page shows images of 1 to {MAX_SIDE} pixels a side"
+    return None
+
+
 def is_png(path: Path) -> bool:
-    """Whether ``path`` starts as a PNG does (a writer's half-done file does not yet)."""
-    with open(path, "rb") as handle:
-        return handle.read(len(PNG_SIGNATURE)) == PNG_SIGNATURE
+    """Whether ``path`` is a regular file holding a whole PNG (a writer's half-done file is not yet)."""
+    try:
+        if not Path(path).is_file():  # not a FIFO or a device, which a read would wait on or never finish
+            return False
+        with open(path, "rb") as handle:
+            head = handle.read(24)
+            handle.seek(0, 2)
+            if handle.tell() < 24 + len(PNG_END):
+                return False
+            handle.seek(-len(PNG_END), 2)
+            tail = handle.read()
+    except OSError:
+        return False
+    return png_problem(head + tail) is None
+
+
+def safe_text(text: str) -> str:
+    """``text`` with what UTF-8 cannot hold (a lone surrogate from an undecodable file name) shown as an escape."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    return html.escape(safe_text(str(value)), quote=True)
 
 
 def fmt(value: Any) -> str:
@@ -56,8 +93,15 @@ def img(image: Image, captioned: bool = True, columns: Sequence[str] = (), scale
 
     The caption goes above the image; ``columns`` labels the image's equal-width
     columns (``input | output | target``) between the caption and the image.
+    Raises ValueError for bytes that are not a whole PNG or a scale that is not a positive number.
     """
+    problem = png_problem(image.png)
+    if problem is not None:
+        raise ValueError(f"{image.caption!r}: {problem}")
     width, height = png_size(image.png)
+    if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0
+            and max(width, height) * scale <= MAX_SIDE):
+        raise ValueError(f"scale {scale!r}: must be above 0, and show the image at most {MAX_SIDE} pixels a side")
     width, height = round(width * scale), round(height * scale)
     data = base64.b64encode(image.png).decode("ascii")
     caption = f"<figcaption>{esc(image.caption)}</figcaption>" if captioned else ""

@@ -12,6 +12,7 @@ plugins' sections make to files in the run directory.
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 from pathlib import Path
@@ -24,7 +25,7 @@ from ..builtin.console import format_seconds
 from ..errors import RunDirError
 from ..rundir import RunDir
 from .history import History, as_int, section, to_float
-from .markup import Image, esc, fmt, img, is_png, png_size, table
+from .markup import Image, esc, fmt, img, is_png, png_size, safe_text, table
 from .plots import Plot, render_plots
 from .runs import RunSummary, read_config, summarize
 from .sections import RunReport, checkpoint_position
@@ -220,14 +221,14 @@ def timing_body(timing: Timing, batch_size: int | None) -> str:
 
 
 def page(title: str, header: str, sections: list[tuple[str, str, str]]) -> str:
-    """The HTML document: ``sections`` are ``(anchor, heading, body)``."""
+    """The HTML document: ``sections`` are ``(anchor, heading, body)``; text UTF-8 cannot hold is escaped."""
     nav = " ".join(f'<a href="#{anchor}">{esc(heading)}</a>' for anchor, heading, _ in sections)
     body = "".join(f'<section id="{anchor}"><h2>{esc(heading)}</h2>{content}</section>'
                    for anchor, heading, content in sections)
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{esc(title)}</title><style>{STYLE}</style></head>"
-            f"<body><header>{header}<nav>{nav}</nav></header>{body}</body></html>\n")
+            f"<body><header>{header}<nav>{nav}</nav></header>{safe_text(body)}</body></html>\n")
 
 
 def build_report(run: RunDir, *, smooth: int = 10, max_examples: int = 24, test_images: int = 6,
@@ -249,11 +250,15 @@ def build_report(run: RunDir, *, smooth: int = 10, max_examples: int = 24, test_
         ("curves", "Curves", curves_body([] if history.empty else render_plots(history, smooth), smooth)),
         ("examples", "Examples", examples_body(*example_images(run, max_examples), columns)),
     ]
+    header = (f"<h1>{esc(summary.label)}</h1><p class=\"meta\">trainer <b>{esc(config.get('trainer'))}</b> "
+              f"&middot; <span class=\"status {esc(summary.status)}\">{esc(summary.status_text)}</span> "
+              f"&middot; report written {time.strftime('%Y-%m-%d %H:%M:%S')}</p>")
     if plugins is None:
         from ..plugins import get_plugins
 
         plugins = get_plugins()
-    report = RunReport(run, summary, config, output, test_images, plugins.registry)
+    # the plugins get a copy of the config: what one changes shows nowhere else
+    report = RunReport(run, summary, copy.deepcopy(config), output, test_images, plugins.registry)
     taken = {anchor for anchor, _, _ in sections} | {"timing"}
     for section in plugins.report_sections(report):
         anchor = section.anchor
@@ -262,9 +267,6 @@ def build_report(run: RunDir, *, smooth: int = 10, max_examples: int = 24, test_
         taken.add(anchor)
         sections.append((anchor, section.heading, section.html))
     sections.append(("timing", "Timing", timing_body(timing_of(history.records, batch_size), batch_size)))
-    header = (f"<h1>{esc(summary.label)}</h1><p class=\"meta\">trainer <b>{esc(config.get('trainer'))}</b> "
-              f"&middot; <span class=\"status {esc(summary.status)}\">{esc(summary.status_text)}</span> "
-              f"&middot; report written {time.strftime('%Y-%m-%d %H:%M:%S')}</p>")
     return page(f"NectarGAN report: {summary.label}", header, sections)
 
 

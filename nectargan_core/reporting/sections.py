@@ -76,18 +76,25 @@ class RunReport:
     registry: Any = field(default=None, repr=False)
 
     # -- the page's pieces ---------------------------------------------------
+    #: ``escape(value)``: the text of ``value``, safe to put in the page.
     escape = staticmethod(markup.esc)
+    #: ``number(value)``: a float to 4 significant digits, anything else as YAML writes it; not escaped.
     number = staticmethod(markup.fmt)
+    #: ``table(rows, header=())``: a table (numbers right-aligned), or label | value rows; escapes every cell.
     table = staticmethod(markup.table)
 
     @staticmethod
     def image(png: bytes, caption: str, scale: float = 1.0) -> str:
-        """A PNG embedded in the page (the file stays self-contained), captioned above, ``scale``-times its size."""
+        """A PNG embedded in the page (the file stays self-contained), captioned above, ``scale``-times its size.
+
+        Raises ValueError for bytes that are not a whole PNG within the image-size limit (check files with
+        :meth:`is_png` first)."""
         return markup.img(markup.Image(caption, png), scale=scale)
 
     @staticmethod
     def image_row(caption: str, images: Sequence[tuple[str, bytes]], smallest: int = 128) -> str:
-        """PNGs side by side under ``caption``, each labelled; all enlarged by a whole factor below ``smallest`` px."""
+        """PNGs side by side under ``caption``, each labelled; all enlarged by a whole factor below ``smallest`` px.
+        Raises ValueError as :meth:`image` does."""
         return markup.labelled_row(caption, images, smallest)
 
     @staticmethod
@@ -96,17 +103,21 @@ class RunReport:
         return f'<div class="gallery">{"".join(figures)}</div>'
 
     @staticmethod
-    def is_png(path: Path) -> bool:
-        """Whether ``path`` is a complete-looking PNG file worth embedding."""
-        try:
-            return path.is_file() and markup.is_png(path)
-        except OSError:
-            return False
+    def is_png(path: str | Path) -> bool:
+        """Whether ``path`` is a regular file holding a whole PNG (signature, header, end chunk, sides the page
+        shows): worth embedding. Never waits on a FIFO or reads a device."""
+        return markup.is_png(Path(path))
 
-    def link(self, target: Path) -> str:
-        """A URL for ``target`` relative to the folder the page is written to."""
-        relative = os.path.relpath(Path(target).resolve(), self.output.resolve().parent)
-        return quote(Path(relative).as_posix())
+    def link(self, target: str | Path) -> str:
+        """A URL for ``target`` (relative paths: inside the run directory) relative to the folder the page is
+        written to. Raises ValueError for a target outside the run directory: the page links nowhere else."""
+        path = Path(target)
+        path = (path if path.is_absolute() else self.run.path / path).resolve()
+        if not path.is_relative_to(self.run.path.resolve()):
+            raise ValueError(f"{markup.safe_text(str(target))}: outside the run directory; the report links only "
+                             "to files inside it")
+        relative = os.path.relpath(path, self.output.resolve().parent)
+        return quote(Path(relative).as_posix(), errors="surrogateescape")
 
     def checkpoint_position(self, path: Path) -> Optional[tuple[int, int]]:
         """``(epoch, global_step)`` of the checkpoint at ``path``, from its sidecar (no torch); None if unknown."""
@@ -116,6 +127,8 @@ class RunReport:
         """``"min"`` or ``"max"`` for ``metric`` (registered metrics first, then the name), or None."""
         from ..directions import direction
 
+        if not isinstance(metric, str):
+            return None
         try:
             return direction(metric, "auto", self.registry)
         except ValueError:

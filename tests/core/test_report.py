@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from nectargan_core import ReportSection, hookimpl
-from nectargan_core.reporting.report import build_report, sample_evenly
+from nectargan_core import MAX_IMAGE_SIDE, ReportSection, hookimpl
+from nectargan_core.reporting.report import build_report, sample_evenly, write_report
 from nectargan_core.rundir import RunDir
 from runs_support import GanLosses, Tags, make_run, png_size, rendered_dom, write_png
 from support import run_cli
@@ -192,3 +192,69 @@ def test_a_plugin_section_that_fails_is_a_note_and_the_report_is_still_written(a
     assert text_of(note) == ("Left out: Broken's section The report_sections hook of plugin 'Broken' (Broken) failed, "
                              f"so its section is not on this page: {why}")
     assert "<test>" not in note
+
+
+def test_a_plugin_section_is_held_to_the_pages_rules(tmp_path, nectargan_plugin_host, capsys):
+    """What a stranger's hook tried: lone surrogates (an undecodable file name), links out of the run, bytes that
+    are no whole PNG, a FIFO where a PNG should be, a changed config, sys.exit()."""
+    run_dir = make_run(tmp_path / "runs", epochs=1)
+    fifo = run_dir / "pipe.png"
+    os.mkfifo(fifo)
+    grid = write_png(run_dir / "g.png", 4, 4)
+    checks = {}
+
+    class Probing:
+        @hookimpl
+        def report_sections(self, report):
+            report.config["trainer"] = "HACKED"
+            checks["fifo"] = report.is_png(fifo)
+            checks["cut"] = report.is_png(run_dir / "cut.png")
+            checks["whole"] = report.is_png(str(run_dir / "g.png"))
+            checks["inside"] = report.link("g.png")
+            for attempt, call in {"outside": lambda: report.link("/etc/passwd"),
+                                  "up": lambda: report.link("../../elsewhere"),
+                                  "bytes": lambda: report.image(b"\x89PNG\r\n\x1a\n", "x"),
+                                  "huge": lambda: report.image(grid[:16] + (60000).to_bytes(4, "big") * 2 + grid[24:], "x")
+                                  }.items():
+                with pytest.raises(ValueError) as caught:
+                    call()
+                checks[attempt] = str(caught.value)
+            checks["direction"] = report.metric_direction(None), report.metric_direction("val/psnr")
+            return [ReportSection("odd", "S\ud800", f"<p>{report.escape('name' + chr(0xDCFF))}</p>")]
+
+    class Exiting:
+        @hookimpl
+        def report_sections(self, report):
+            raise SystemExit(3)
+
+    (run_dir / "cut.png").write_bytes(grid[:-12])
+    host = nectargan_plugin_host(Probing(), Exiting(), installed=False)
+    capsys.readouterr()
+    path = write_report(RunDir(run_dir), plugins=host)
+    document = path.read_text(encoding="utf-8")
+    assert "trainer <b>toy</b>" in document  # the plugin changed its copy of the config only
+    assert "<h2>S\\ud800</h2><p>name\\udcff</p>" in document
+    assert (checks["fifo"], checks["cut"], checks["whole"], checks["inside"]) == (False, False, True, "g.png")
+    assert checks["outside"] == "/etc/passwd: outside the run directory; the report links only to files inside it"
+    assert checks["up"].endswith(": outside the run directory; the report links only to files inside it")
+    assert checks["bytes"] == "'x': not a PNG (no PNG signature and header)"
+    assert checks["huge"] == f"'x': a PNG of 60000x60000 pixels; the page shows images of 1 to {MAX_IMAGE_SIDE} pixels a side"
+    assert checks["direction"] == (None, "max")
+    assert "The report_sections hook of plugin 'Exiting' (Exiting) failed, so its section is not on this page: " \
+           "SystemExit: 3" in text_of(document)
+    assert capsys.readouterr().err == ("warning: plugin 'Exiting' (Exiting): report_sections failed, its section is "
+                                       "left out of the report: SystemExit: 3\n")
+
+
+def test_strict_plugins_make_a_failing_report_section_an_error(tmp_path, nectargan_plugin_host, monkeypatch):
+    from nectargan_core import PluginError
+
+    class Broken:
+        @hookimpl
+        def report_sections(self, report):
+            raise RuntimeError("boom")
+
+    host = nectargan_plugin_host(Broken(), installed=False)
+    host.strict = True
+    with pytest.raises(PluginError, match=r"^plugin 'Broken' \(Broken\): report_sections failed: RuntimeError: boom$"):
+        build_report(RunDir(make_run(tmp_path / "runs", epochs=1)), plugins=host)

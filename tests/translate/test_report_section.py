@@ -131,3 +131,34 @@ def test_worst_and_best_follow_the_metric_direction(tmp_path):
     assert result.returncode == 0, result.stderr
     text = text_of((run_dir / "report.html").read_text(encoding="utf-8"))
     assert re.search(r"worst 1: 00000\.png \(psnr 17, ssim 0\.7\).*best 1: 00001\.png \(psnr 19, ssim 0\.9\)", text)
+
+
+def test_damaged_and_odd_results_are_named_and_never_hang_the_report(tmp_path):
+    """A stranger's cases: a FIFO and /dev/zero as metrics.json, a page outside the folder, a file without a mean
+    mapping, a NaN score, a folder name that is not UTF-8. The report is written at once; what it cannot show it
+    names with the reason, and the good results stay."""
+    run_dir = make_run(tmp_path / "runs", epochs=1)
+    write_test_folder(run_dir, "good", 1, 4, "best.pt", [0.2, float("nan"), 0.1])
+    odd = {}
+    for name in ("fifo", "zero", "plain", "outside", "listmean"):
+        (run_dir / "test" / name).mkdir(parents=True)
+    os.mkfifo(run_dir / "test" / "fifo" / "metrics.json")
+    (run_dir / "test" / "zero" / "metrics.json").symlink_to("/dev/zero")
+    (run_dir / "test" / "plain" / "metrics.json").write_text('{"epoch": 1, "global_step": 5, "images": 2, "l1": 0.5}')
+    (run_dir / "test" / "outside" / "metrics.json").write_text('{"mean": {"l1": 0.3}, "page": "../../../../etc/passwd"}')
+    (run_dir / "test" / "listmean" / "metrics.json").write_text('{"mean": [1, 2]}')
+    undecodable = os.fsdecode(b"bad\xffname")
+    (run_dir / "test" / undecodable).mkdir()
+    (run_dir / "test" / undecodable / "metrics.json").write_text('{"mean": {"l1": 0.4}, "global_step": 2}')
+    result = run_cli("report", str(run_dir), "--test-images", "2", timeout=60)
+    assert (result.returncode, result.stderr) == (0, "")
+    document = (run_dir / "report.html").read_text(encoding="utf-8")
+    section = document[document.index('<section id="test">'):document.index('<section id="timing">')]
+    text = text_of(section)
+    assert ("Left out: test/fifo: metrics.json is not a regular file; test/listmean: its mean is a JSON list, not an "
+            "object; test/zero: metrics.json is not a regular file.") in text
+    assert "test weights mode l1 psnr ssim" in text and "bad\\udcffname" in text  # shown, escaped
+    assert "plain checkpoint not recorded (epoch 1, step 5) ? 0.5" in text  # epoch, step, images are no scores
+    hrefs = [a["href"] for a in Tags(section).of("a")]
+    assert hrefs == ["test/good/index.html"]  # nothing outside the run, nothing for folders without a page
+    assert re.search(r"worst 1: 00001\.png \(l1 n/a, psnr n/a, ssim n/a\)", text)  # the score nobody could compute

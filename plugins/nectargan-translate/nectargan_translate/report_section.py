@@ -69,16 +69,33 @@ def integer(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def read_results(path: Path) -> Optional[Mapping[str, Any]]:
-    """The object in a ``metrics.json``, or None for a file that is missing, too large, nested too deep,
-    not JSON or not an object (the report shows what it can read and leaves the rest out)."""
+#: Top-level keys of a results file that are not scores (a file without a ``mean`` mapping lists its scores there).
+NOT_SCORES = frozenset({"epoch", "global_step", "step", "images", "split", "mode", "direction", "checkpoint",
+                        "checkpoint_name", "page", "data_root", "compared", "tiling", "per_image", "baseline"})
+
+
+def read_results(path: Path) -> tuple[Optional[Mapping[str, Any]], str]:
+    """The object in a ``metrics.json``, or None and why the report leaves it out (not a regular file, too large,
+    not JSON, nested too deep, not an object). Never waits on a FIFO or reads a device to its end."""
     try:
-        if path.stat().st_size > MAX_RESULTS_BYTES:
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    return data if isinstance(data, Mapping) else None
+        if not path.is_file():
+            return None, "metrics.json is not a regular file"
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_RESULTS_BYTES + 1)
+        if len(raw) > MAX_RESULTS_BYTES:
+            return None, f"metrics.json is larger than {MAX_RESULTS_BYTES // 2**20} MiB"
+        data = json.loads(raw.decode("utf-8-sig"))
+    except OSError as exc:
+        return None, f"metrics.json cannot be read ({exc.strerror or exc})"
+    except UnicodeDecodeError:
+        return None, "metrics.json is not UTF-8 text"
+    except RecursionError:
+        return None, "metrics.json is nested too deep"
+    except ValueError:
+        return None, "metrics.json is not valid JSON (cut short?)"
+    if not isinstance(data, Mapping):
+        return None, f"metrics.json holds a JSON {type(data).__name__}, not an object"
+    return data, ""
 
 
 def read_evaluations(run_path: Path) -> list[Evaluation]:
@@ -86,26 +103,42 @@ def read_evaluations(run_path: Path) -> list[Evaluation]:
 
     Newest weights first (by recorded step, then name); a folder whose file records no step comes last.
     """
-    results = []
-    for path in sorted((run_path / "test").glob("*/metrics.json")):
-        data = read_results(path)
+    return read_test_folders(run_path)[0]
+
+
+def read_test_folders(run_path: Path) -> tuple[list[Evaluation], list[tuple[str, str]]]:
+    """The readable results (as :func:`read_evaluations`) and, for every other ``test/<name>/metrics.json``,
+    ``(name, why it is left out)``."""
+    results, left_out = [], []
+    folders = run_path / "test"
+    for path in sorted(folders.glob("*/metrics.json")) if folders.is_dir() else []:
+        name = path.parent.name
+        data, why = read_results(path)
         if data is None:
+            left_out.append((name, why))
             continue
-        mean = numbers(data["mean"]) if isinstance(data.get("mean"), Mapping) else numbers(data)
+        if "mean" in data:
+            if not isinstance(data["mean"], Mapping):
+                left_out.append((name, f"its mean is a JSON {type(data['mean']).__name__}, not an object"))
+                continue
+            mean = numbers(data["mean"])
+        else:  # a file of plain scores
+            mean = numbers({k: v for k, v in data.items() if k not in NOT_SCORES})
+        if not mean:
+            left_out.append((name, "metrics.json records no numeric score"))
+            continue
         baseline = data.get("baseline")
         base_mean = numbers(baseline.get("mean")) if isinstance(baseline, Mapping) else {}
-        if not mean:
-            continue
         checkpoint = data.get("checkpoint_name") or data.get("checkpoint")
         rows = data.get("per_image")
-        page = path.parent / str(data.get("page") or "index.html")
+        page = inside(path.parent, data.get("page") or "index.html")
         results.append(Evaluation(
-            path.parent.name, mean, base_mean or None, path.parent, integer(data.get("epoch")),
+            name, mean, base_mean or None, path.parent, integer(data.get("epoch")),
             integer(data.get("global_step")), Path(str(checkpoint)).name if checkpoint else None,
             str(data["split"]) if "split" in data else None, str(data["mode"]) if "mode" in data else None,
             tuple(row for row in rows if isinstance(row, Mapping)) if isinstance(rows, list) else (),
-            page if page.is_file() else None))
-    return sorted(results, key=lambda r: (r.step is None, -(r.step or 0), r.name))
+            page if page is not None and page.is_file() else None))
+    return sorted(results, key=lambda r: (r.step is None, -(r.step or 0), r.name)), left_out
 
 
 def freshness(result: Evaluation, report: RunReport) -> str:
@@ -130,9 +163,17 @@ def ranked(result: Evaluation, count: int, report: RunReport) -> list[tuple[str,
     metric = "l1" if "l1" in result.mean else next(iter(result.mean))
     lower_is_better = report.metric_direction(metric) != "max"
     rows = [row for row in result.per_image if isinstance(row.get("files"), Mapping)
-            and isinstance(row.get(metric), (int, float)) and not isinstance(row.get(metric), bool)
-            and math.isfinite(row[metric])]
-    rows.sort(key=lambda row: float(row[metric]), reverse=lower_is_better)
+            and (row.get(metric) is None or isinstance(row.get(metric), (int, float)))
+            and not isinstance(row.get(metric), bool)]
+
+    def badness(row: Mapping[str, Any]) -> tuple[bool, float]:
+        """Worst first: a score nobody could compute (null, NaN: the image to look at), then by the metric."""
+        value = to_float(row[metric])
+        if math.isnan(value):
+            return False, 0.0
+        return True, -value if lower_is_better else value
+
+    rows.sort(key=badness)
     if len(rows) <= count:
         return [(f"{i} of {len(rows)}", row) for i, row in enumerate(rows, 1)]
     worst, best = (count + 1) // 2, count // 2
@@ -141,11 +182,13 @@ def ranked(result: Evaluation, count: int, report: RunReport) -> list[tuple[str,
 
 
 def inside(folder: Path, relative: Any) -> Optional[Path]:
-    """``folder / relative`` when that stays inside ``folder`` (a results file names its own images only)."""
-    path = folder / str(relative)
+    """``folder / relative`` when that stays inside ``folder`` (a results file names its own files only)."""
+    if not isinstance(relative, str) or not relative:
+        return None
+    path = folder / relative
     try:
         return path if path.resolve().is_relative_to(folder.resolve()) else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: a symlink loop on older Pythons
         return None
 
 
@@ -186,6 +229,13 @@ def evaluations_body(results: list[Evaluation], report: RunReport) -> str:
 
 
 def test_results_section(report: RunReport) -> list[ReportSection]:
-    """The report's "Test results" section, when ``nectargan test`` left readable results in the run."""
-    results = read_evaluations(report.run.path)
-    return [ReportSection("test", "Test results", evaluations_body(results, report))] if results else []
+    """The report's "Test results" section, when ``nectargan test`` left results in the run (those it cannot read
+    are named with the reason)."""
+    results, left_out = read_test_folders(report.run.path)
+    if not results and not left_out:
+        return []
+    body = evaluations_body(results, report) if results else ""
+    if left_out:
+        listed = "; ".join(f"test/{name}: {why}" for name, why in left_out)
+        body += f'<p class="note">Left out: {report.escape(listed)}.</p>'
+    return [ReportSection("test", "Test results", body)]
