@@ -20,6 +20,7 @@ from nectargan_core.checkpoint import load_checkpoint, save_checkpoint
 from nectargan_core.rundir import RunDir
 from nectargan_translate.data.decode import read_image, to_channels
 from nectargan_translate.evaluation import per_image
+from nectargan_translate.examples import LABEL_HEIGHT
 from nectargan_translate.inference import load_generator
 from support import run_cli as run_cli_with_env
 
@@ -114,7 +115,7 @@ def test_test_scores_the_cycle_reconstruction_of_each_direction(cyclegan_run, di
     assert f"cycle {domain}-&gt;{other}-&gt;{domain} with {domain}" in page and "unpaired split has no targets" in page
     for name in names:
         assert f'src="reconstructions/{name}"' in page and f'data-image="{name}"' in page
-    assert Image.open(out / "grids" / names[0]).size == (3 * 16 + 4 * 2, 16 + 2 * 2)  # real | fake | rec
+    assert Image.open(out / "grids" / names[0]).size == (3 * 16 + 4 * 2, LABEL_HEIGHT + 16 + 2 * 2)  # real | fake | rec
 
     forth = load_generator(run, direction=direction).model
     back = load_generator(run, direction="BtoA" if direction == "AtoB" else "AtoB").model

@@ -14,6 +14,7 @@ from nectargan_core.config import validate_config
 from nectargan_core.errors import ConfigError
 from nectargan_core.plugins import get_plugins
 from nectargan_losses.schedules import build_schedule
+from nectargan_translate.examples import LABEL_HEIGHT
 
 from cyclegan_helpers import TINY_MODELS
 from test_cyclegan_parity import cyclegan_config
@@ -88,8 +89,11 @@ def test_a_run_logs_every_term_validates_both_directions_and_writes_both_in_its_
         assert {f"val/cycle_{d}_{m}" for d in "AB" for m in ("l1", "psnr", "ssim")} <= set(record["losses"])
     assert sorted(p.name for p in (run.dir / "examples").iterdir()) == ["epoch0002.png", "epoch0004.png"]
     # rows real_A | fake_B | rec_A for the 2 val A images, then real_B | fake_A | rec_B for the 2 val B images
-    grid = np.asarray(Image.open(run.dir / "examples" / "epoch0004.png"))
-    assert grid.shape == (4 * 16 + 5 * 2, 3 * 16 + 4 * 2, 3)
+    labelled = np.asarray(Image.open(run.dir / "examples" / "epoch0004.png"))
+    # the columns named above (LABEL_HEIGHT rows), each row's direction (A to B, B to A) in a strip on the left
+    left = labelled.shape[1] - (3 * 16 + 4 * 2)
+    assert labelled.shape == (LABEL_HEIGHT + 4 * 16 + 5 * 2, left + 3 * 16 + 4 * 2, 3) and 20 < left < 60
+    grid = labelled[LABEL_HEIGHT:, left:]
     trainer = run.trainer
     val = trainer.val_set
     cell = lambda row, col: grid[2 + row * 18:2 + row * 18 + 16, 2 + col * 18:2 + col * 18 + 16]  # noqa: E731

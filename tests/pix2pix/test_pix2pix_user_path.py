@@ -24,7 +24,7 @@ from nectargan_core.plugins import get_plugins
 from nectargan_translate.data.paired import PairedDataset
 from nectargan_translate.data.errors import DatasetError
 from nectargan_translate.data.options import PairedDataOptions
-from nectargan_translate.examples import spread_indices
+from nectargan_translate.examples import LABEL_HEIGHT, spread_indices
 from nectargan_translate.inference import load_generator
 from nectargan_translate.networks import build_discriminator
 from support import ROOT, run_cli
@@ -138,8 +138,8 @@ def test_a_grey_to_colour_test_has_the_grey_picture_as_its_baseline(grey_run, tm
 
 
 def grid_rows(path, size, rows):
-    """The (input, output, target) cells of each row of an example grid (make_grid, padding 2)."""
-    pixels = np.asarray(Image.open(path).convert("RGB"))
+    """The (input, output, target) cells of each row of an example grid (make_grid, padding 2), below its labels."""
+    pixels = np.asarray(Image.open(path).convert("RGB"))[LABEL_HEIGHT:]
     return [[pixels[2 + r * (size + 2):2 + r * (size + 2) + size, 2 + c * (size + 2):2 + c * (size + 2) + size]
              for c in range(3)] for r in range(rows)]
 

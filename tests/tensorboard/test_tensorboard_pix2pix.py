@@ -6,6 +6,7 @@ import pytest
 from PIL import Image
 
 from nectargan_core import Run
+from nectargan_translate.examples import LABEL_HEIGHT
 from tensorboard_events import config_texts, read_events, scalar_steps, session_start
 
 
@@ -56,8 +57,8 @@ def test_example_grids_by_epoch(pix2pix_run):
         assert image.encoded_image_string == path.read_bytes()
         with Image.open(path) as grid:
             assert (image.width, image.height) == grid.size
-        # Two rows of input | output | target, 32 pixels each, with make_grid's 2-pixel padding.
-        assert (image.width, image.height) == (3 * 34 + 2, 2 * 34 + 2)
+        # Two rows of input | output | target, 32 pixels each, with make_grid's 2-pixel padding, under their labels.
+        assert (image.width, image.height) == (3 * 34 + 2, 2 * 34 + 2 + LABEL_HEIGHT)
 
 
 def test_config_as_text_and_hparams(pix2pix_run):

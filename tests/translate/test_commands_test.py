@@ -14,6 +14,7 @@ from PIL import Image
 from nectargan_core.errors import CheckpointError, NectarGANError
 from nectargan_translate.data.paired import PairedDataset
 from nectargan_translate.evaluation import METRICS, per_image
+from nectargan_translate.examples import LABEL_HEIGHT
 from nectargan_translate.inference import load_generator
 from nectargan_translate.tester import run_test
 from nectargan_translate.evaluation import evaluation_mode
@@ -65,7 +66,7 @@ def test_cli_writes_json_csv_and_images_that_match_a_direct_computation(trained_
 
     for name in TEST_IMAGES:
         assert Image.open(out / "images" / name).size == (32, 32)
-        assert Image.open(out / "grids" / name).size == (3 * 32 + 4 * 2, 32 + 2 * 2)
+        assert Image.open(out / "grids" / name).size == (3 * 32 + 4 * 2, LABEL_HEIGHT + 32 + 2 * 2)  # labelled
 
 
 def test_train_mode_differs_from_eval_mode_repeats_and_leaves_the_weights_untouched(trained_run, tmp_path):

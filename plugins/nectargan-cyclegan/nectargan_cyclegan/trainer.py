@@ -223,7 +223,8 @@ class CycleGANTrainer(TranslationTrainer):
             return {"fake_B": fake_b, "rec_A": self.G_B(fake_b), "fake_A": fake_a, "rec_B": self.G_A(fake_a)}
 
     def write_examples(self, path: Any) -> Any:
-        """One grid, both directions: rows real_A | fake_B | rec_A, then rows real_B | fake_A | rec_B."""
+        """One grid, both directions: rows real_A | fake_B | rec_A, then rows real_B | fake_A | rec_B, the columns
+        labelled real | translated | reconstructed and each row by its direction (``A to B``, ``B to A``)."""
         batch = self.example_batch()
         if batch is None:
             return None
@@ -231,7 +232,8 @@ class CycleGANTrainer(TranslationTrainer):
         with self._evaluating(self.config.validation.eval_mode):
             out = self.translate(self.to_device(real_a), self.to_device(real_b))
         return save_grid(path, torch.cat([real_a, real_b]), torch.cat([out["fake_B"].cpu(), out["fake_A"].cpu()]),
-                         torch.cat([out["rec_A"].cpu(), out["rec_B"].cpu()]))
+                         torch.cat([out["rec_A"].cpu(), out["rec_B"].cpu()]), columns=self.example_columns,
+                         rows=["A to B"] * len(real_a) + ["B to A"] * len(real_b))
 
     def _domain_loader(self, domain: str, max_batches: int | None) -> DataLoader:
         """This rank's share of the val split's ``domain`` images, in order."""

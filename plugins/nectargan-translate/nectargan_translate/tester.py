@@ -317,7 +317,7 @@ def _test_pairs(generator: LoadedGenerator, dataset: Any, split: str, mode: Mode
                     save_png(staging / FOLDERS[what] / names[index], to_unit(images[i]))
                 if grid:
                     save_grid(staging / "grids" / names[index], real_a[i:i + 1], fake_b[i:i + 1],
-                              real_b[i:i + 1])
+                              real_b[i:i + 1], columns=PAIRED_COLUMNS)
 
     return EvaluationReport(out_dir, generator, split, mode, names, values, mean_of(values),
                             mean_of(baseline) if has_baseline else None,
@@ -379,7 +379,7 @@ def _test_cycle(generator: LoadedGenerator, back: Optional[LoadedGenerator], dat
                     save_png(staging / FOLDERS[what] / names[index], to_unit(shown[i]))
                 if grid:
                     save_grid(staging / "grids" / names[index], real[i:i + 1], fake[i:i + 1],
-                              reconstructed[i:i + 1])
+                              reconstructed[i:i + 1], columns=CYCLE_COLUMNS)
     target_domain = "B" if source == "A" else "A"
     compared = f"cycle {source}->{target_domain}->{source} with {source}"
     return EvaluationReport(out_dir, generator, split, mode, names, values, mean_of(values), None, None, sizes,

@@ -369,7 +369,7 @@ class TranslationTrainer(Trainer):
         generator = self.translator()
         with evaluation_mode(generator, self.config.validation.eval_mode), self.kit.autocast():
             fake = generator(self.to_device(batch["A"]))
-        return save_grid(path, batch["A"], fake, batch["B"])
+        return save_grid(path, batch["A"], fake, batch["B"], columns=self.example_columns)
 
     # -- validation ------------------------------------------------------------
     def eval_loader(self, dataset: Any, max_batches: int | None = None, split: str = "val") -> DataLoader:
