@@ -222,7 +222,8 @@ class Run:
             # The state loaded: only now does anything in the run directory change.
             if run.dist.is_main:
                 run.run_dir.remove_stale_temps()  # temp files of a write killed midway (SIGKILL in a checkpoint write)
-                if overrides:
+                # a run with nothing left to train is refused by the command and stays exactly as it was
+                if overrides and not run.finished:
                     atomic_write_text(run.run_dir.config_file, dump_yaml(run.config.to_dict()))
                 record_launch(run.run_dir, run.dist)
                 if lock is not None:

@@ -120,7 +120,7 @@ def test_a_large_image_run_whole_gets_a_note_naming_the_tile_option(trained_run,
 def test_tile_mistakes_are_one_line_and_write_nothing(trained_run, tmp_path, args, message):
     photo = big_photo(tmp_path / "big.png")
     done = run_cli("predict", str(trained_run.path), str(photo), "-o", str(tmp_path / "out"), *args)
-    assert done.returncode != 0 and message in done.stderr and done.stderr.count("\n") == 1
+    assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1  # a usage mistake
     assert not (tmp_path / "out").exists()
 
 
@@ -207,5 +207,10 @@ def test_test_in_tiles_scores_full_size_photos_as_predict_translates_them(traine
     whole = run_cli("test", str(trained_run.path), "--data-root", str(root), "--out", str(tmp_path / "whole"))
     assert whole.returncode == 0, whole.stderr
     assert json.loads((tmp_path / "whole" / "metrics.json").read_text())["tiling"] is None
+    small = run_cli("test", str(trained_run.path), "--split", "val", "--out", str(tmp_path / "small"), "--tile", "32")
+    assert small.returncode == 0, small.stderr
+    assert small.stderr == ("note: no val image is larger than the 32-pixel tile (the largest side is 32 px), so each "
+                            "ran as one tile; --tile matters for a split the run reads at full size "
+                            "(data.test.preprocess: none)\n")
     refused = run_cli("test", str(trained_run.path), "--overlap", "8")
-    assert (refused.returncode, refused.stderr) == (1, "error: --overlap goes with --tile\n")
+    assert (refused.returncode, refused.stderr) == (2, "error: --overlap goes with --tile\n")

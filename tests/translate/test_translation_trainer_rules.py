@@ -242,3 +242,58 @@ def test_keep_schedule_from_the_command_line(tmp_path, synth, host):
             f"hold its last LR (G {lr:.3g})") in done.stderr.splitlines()
     stored = yaml.safe_load((run.dir / "config.yaml").read_text())
     assert (stored["loop"]["epochs"], stored["loop"]["schedule_epochs"]) == (3, 2)
+
+
+def test_a_refused_resume_leaves_the_config_as_it_was_so_the_kept_plan_is_the_one_that_ran(tmp_path, synth, host):
+    """A stranger's sequence: a finished 4-epoch run resumed with loop.epochs=2 is refused ('already finished') and
+    must not record epochs 2; a later --keep-schedule then keeps the 4-epoch plan that really ran."""
+    run = Run.create(config(tmp_path, synth, loop={"epochs": 4}, examples={"every_epochs": None}), host=host).fit()
+    before = (run.dir / "config.yaml").read_bytes()
+    for overrides, keep in ((["loop.epochs=2"], False), (["loop.epochs=4"], True)):
+        refused = Run.resume(run.dir, overrides=overrides, keep_schedule=keep, host=host)
+        assert refused.finished
+        refused.close()
+        assert (run.dir / "config.yaml").read_bytes() == before
+    kept = Run.resume(run.dir, overrides=["loop.epochs=6"], keep_schedule=True, host=host)
+    assert kept.config.loop.schedule_epochs == 4
+    multiplier = kept.trainer.sched_g.lr_lambdas[0]
+    assert [round(multiplier(k), 6) for k in range(6)] == [1.0, 1.0, round(2 / 3, 6), round(1 / 3, 6),
+                                                           round(1 / 3, 6), round(1 / 3, 6)]
+    kept.close()
+
+
+def test_keep_schedule_leaves_a_schedule_of_explicit_lengths_as_given(tmp_path, synth, host, capsys):
+    lengths = {"lr_schedule": {"name": "pix2pix_linear", "n_epochs": 1, "n_epochs_decay": 1}}
+    run = Run.create(config(tmp_path, synth, loop={"epochs": 2}, optim=lengths, examples={"every_epochs": None}),
+                     host=host).fit()
+    capsys.readouterr()
+    kept = Run.resume(run.dir, overrides=["loop.epochs=4"], keep_schedule=True, host=host)
+    assert [kept.trainer.sched_g.lr_lambdas[0](k) for k in range(4)] == [1.0, 0.5, 0.0, 0.0]  # as the lengths say
+    err = capsys.readouterr().err
+    assert "hold its last LR" not in err and "the LR reaches 0 after epoch 2" in err
+    kept.close()
+
+
+def test_a_schedule_fitted_beyond_the_run_names_loop_schedule_epochs(tmp_path, synth, host, capsys):
+    Run.create(config(tmp_path, synth, loop={"epochs": 1, "schedule_epochs": 6}, examples={"every_epochs": None}),
+               host=host).fit()
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert lines == ["warning: loop.schedule_epochs 6 is more than loop.epochs 1: optim.lr_schedule, fitted to 6 "
+                     "epochs, stops 5 epoch(s) before its end; set loop.schedule_epochs to loop.epochs or null to fit "
+                     "it to the run"]
+
+
+def test_the_cli_guides_resume_example_is_what_the_default_schedule_gives():
+    """docs/cli.md: a run planned for 10 epochs, resumed after 6 for 14: 1.33e-4 -> 2e-4 now, 1.75e-4 at epoch 8;
+    kept instead, epochs 11 to 14 hold 3.33e-5."""
+    from nectargan_losses import Pix2PixLinear
+
+    planned, refitted = Pix2PixLinear(None, None).for_run(10), Pix2PixLinear(None, None).for_run(14)
+    lr = 2e-4
+    shown = [f"{lr * planned.value(6):.3g}", f"{lr * refitted.value(6):.3g}", f"{lr * refitted.value(7):.3g}",
+             f"{lr * planned.value(9):.3g}"]
+    assert shown == ["0.000133", "0.0002", "0.000175", "3.33e-05"]
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    assert ("epoch 7 of 14 (G 0.000133 -> 0.0002 now, 0.000175 at epoch 8; D 0.000133 -> 0.0002 now, 0.000175 at "
+            "epoch 8)") in guide
+    assert "epochs 11 to 14 hold its last LR (G 3.33e-05)" in guide

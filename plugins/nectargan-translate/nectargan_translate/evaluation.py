@@ -11,6 +11,7 @@ values stay on the device until :meth:`MetricAccumulator.compute`.
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any, Callable, Iterable, Iterator
 
 import torch
@@ -40,11 +41,65 @@ def psnr(fake: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
     return peak_signal_noise_ratio(fake, real, data_range=1.0, reduction="none", dim=(1, 2, 3))
 
 
+#: SSIM's Gaussian window: 11 pixels, sigma 1.5 (Wang et al., 2004).
+SSIM_WINDOW, SSIM_SIGMA = 11, 1.5
+#: Larger images are scored in bands of rows of about this many pixels: SSIM's intermediate maps take about
+#: 700 bytes a pixel, 4 GB for a 6-megapixel photograph scored at once.
+SSIM_BAND_PIXELS = 2 ** 19
+
+
 def ssim(fake: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
-    """Structural similarity of each image, data range 1 (higher is better)."""
+    """Structural similarity of each image, data range 1 (higher is better): torchmetrics' SSIM.
+
+    The standard Gaussian window (11 pixels, sigma 1.5). Images of more than
+    ``SSIM_BAND_PIXELS`` are scored in bands of rows, each band with the rows
+    around it as context, so the scores are the same as scored whole and the
+    memory is bounded by the band. An image narrower or shorter than the
+    window (a strip of a photograph, a 1-pixel line) is scored with the
+    largest odd window that fits, its sigma scaled alike, rather than not at all.
+    """
+    height, width = fake.shape[-2:]
+    side = min(height, width)
+    window = SSIM_WINDOW if side >= SSIM_WINDOW else max(1, side - (1 - side % 2))
+    sigma = SSIM_SIGMA * window / SSIM_WINDOW
+    pad = (window - 1) // 2
+    rows = max(SSIM_BAND_PIXELS // max(width, 1), 4 * pad + 1)
+    if height * width <= SSIM_BAND_PIXELS or rows >= height or not pad:
+        return _ssim_maps(fake, real, sigma, window)[0]
+    import torch.nn.functional as nnf
+
+    whole_map = _ssim_averages_whole_map()
+    padded = [nnf.pad(image, (pad, pad, pad, pad), mode="reflect") for image in (fake, real)]
+    total = torch.zeros(fake.shape[0], dtype=torch.float64, device=fake.device)
+    count = 0
+    for start in range(0, height, rows):
+        end = min(start + rows, height)
+        # the band's map at the image's own positions, each computed from its real neighbourhood
+        band = _ssim_maps(*(image[..., start:end + 2 * pad, :] for image in padded), sigma, window)[1]
+        band = band[..., pad:pad + end - start, pad:pad + width]
+        if not whole_map:  # torchmetrics versions that average only where the window lies inside the image
+            band = band[..., max(pad - start, 0):band.shape[-2] - max(end - (height - pad), 0), pad:width - pad]
+        total += band.double().sum(dim=(1, 2, 3))
+        count += band[0].numel()
+    return (total / count).to(fake.dtype)
+
+
+def _ssim_maps(fake: torch.Tensor, real: torch.Tensor, sigma: float,
+               window: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """torchmetrics' SSIM per image and its full map (``[B, C, H, W]``)."""
     from torchmetrics.functional.image import structural_similarity_index_measure
 
-    return structural_similarity_index_measure(fake, real, data_range=1.0, reduction="none")
+    return structural_similarity_index_measure(fake, real, data_range=1.0, reduction="none", sigma=sigma,
+                                               kernel_size=window, return_full_image=True)
+
+
+@functools.lru_cache(maxsize=1)
+def _ssim_averages_whole_map() -> bool:
+    """Whether this torchmetrics averages SSIM over its whole map (1.x, recent) or only where the window lies
+    inside the image (older releases); banded scoring averages the same positions."""
+    a = torch.linspace(0, 1, 24 * 24).reshape(1, 1, 24, 24)
+    value, full = _ssim_maps(a, a.flip(-1), SSIM_SIGMA, SSIM_WINDOW)
+    return bool(torch.isclose(value[0], full.mean(), rtol=0, atol=1e-6))
 
 
 BUILTIN: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {"l1": l1, "psnr": psnr, "ssim": ssim}

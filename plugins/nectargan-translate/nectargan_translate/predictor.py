@@ -21,7 +21,7 @@ from typing import Iterator, Optional, Sequence
 
 import torch
 
-from nectargan_core import NectarGANError, atomic_write_text, new_folder
+from nectargan_core import ConfigError, NectarGANError, atomic_write_text, new_folder
 
 from .data.augment import normalise
 from .data.decode import read_image, to_channels
@@ -106,9 +106,9 @@ def predict_jobs(target: str | Path, jobs: list[Job], out_dir: Path, *, which: s
     """
     if (tile is not None or scale is not None) and (fit != "pad" or size is not None):
         what = "--tile" if tile is not None else "--scale"
-        raise NectarGANError(f"{what} runs images at their own size: it does not go with --crop, --resize or --size")
+        raise ConfigError(f"{what} runs images at their own size: it does not go with --crop, --resize or --size")
     if overlap is not None and tile is None:
-        raise NectarGANError("--overlap goes with --tile")
+        raise ConfigError("--overlap goes with --tile")
     generator = load_generator(target, which, device=device, arch=arch, arch_options=arch_options,
                                direction=direction)
     if tile is not None or scale is not None:
@@ -167,7 +167,7 @@ def _predict_each(generator: LoadedGenerator, jobs: list[Job], out_dir: Path, *,
     sizing: Fit | Tiling = (tiling_for(tile, overlap, generator.training_size, generator.size_multiple)
                             if tile is not None else Fit("pad", generator.size_multiple))
     if scale is not None and not 0 < scale <= 8:
-        raise NectarGANError(f"--scale {scale:g}: must be above 0 and at most 8")
+        raise ConfigError(f"--scale {scale:g}: must be above 0 and at most 8")
     in_channels = generator.channels[0]
     model = generator.model
     model_device = next(model.parameters()).device

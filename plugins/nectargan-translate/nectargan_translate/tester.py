@@ -42,15 +42,15 @@ import json
 import math
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional, Sequence
 
 import torch
 from torch.utils.data import DataLoader
 
-from nectargan_core import (NectarGANError, atomic_write_text, leave_stopping_to_main, pid_alive, sweep_stale_temps,
-                            temp_path)
+from nectargan_core import (ConfigError, NectarGANError, atomic_write_text, leave_stopping_to_main, pid_alive,
+                            sweep_stale_temps, temp_path)
 
 from .contracts import batch_size_of, check_dataset_item
 from .data.errors import DatasetError
@@ -103,6 +103,8 @@ class EvaluationReport:
     metrics: tuple[str, ...] = METRICS
     #: How the generator met the images: ``--tile``'s tiling in words, or None (whole, padded to its multiple).
     tiling: Optional[str] = None
+    #: What the user should know about how the results were made (printed after the summary line).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def cycle(self) -> bool:
@@ -223,7 +225,7 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
     tiles per pass; images the split keeps at full size (``preprocess: none``) then run at the training scale.
     """
     if overlap is not None and tile is None:
-        raise NectarGANError("--overlap goes with --tile")
+        raise ConfigError("--overlap goes with --tile")
     generator, *inverse = load_generators(target, which, [direction], device=device, arch=arch,
                                           arch_options=arch_options, inverse=True)
     sizing: Fit | Tiling = (tiling_for(tile, overlap, generator.training_size, generator.size_multiple)
@@ -261,7 +263,14 @@ def run_test(target: str | Path, which: str = "latest", *, split: str = "test", 
                                  metrics=metrics, registry=registry, sizing=sizing,
                                  tiles_per_pass=batch_size or batch_size_of(options, view) or 1)
         report.replaced = replaced
-        report.tiling = sizing.describe() if isinstance(sizing, Tiling) else None
+        if isinstance(sizing, Tiling):
+            report.tiling = sizing.describe()
+            largest = max((max(size) for size in report.sizes or []), default=0)
+            if largest <= sizing.tile:
+                report.notes.append(
+                    f"note: no {split} image is larger than the {sizing.tile}-pixel tile (the largest side is "
+                    f"{largest} px), so each ran as one tile; --tile matters for a split the run reads at full size "
+                    "(data.test.preprocess: none)")
         view = getattr(getattr(dataset, "options", None), "val" if split == "train" else split, None)
         report.preprocess = str(getattr(view, "preprocess", "?"))
         write_metrics(report, staging)

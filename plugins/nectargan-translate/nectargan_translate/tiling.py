@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import torch
 
-from nectargan_core import NectarGANError
+from nectargan_core import ConfigError
 
 
 def tile_offsets(length: int, tile: int, overlap: int) -> list[int]:
@@ -63,10 +63,10 @@ class Tiling:
     def __post_init__(self) -> None:
         if self.tile % self.multiple:
             lower = max(self.tile // self.multiple * self.multiple, self.multiple)
-            raise NectarGANError(f"--tile {self.tile}: must be a multiple of {self.multiple} for this generator, "
+            raise ConfigError(f"--tile {self.tile}: must be a multiple of {self.multiple} for this generator, "
                                  f"e.g. {lower} or {lower + self.multiple}")
         if not 0 <= self.overlap <= self.tile // 2:
-            raise NectarGANError(f"--overlap {self.overlap}: must be from 0 to half the tile ({self.tile // 2})")
+            raise ConfigError(f"--overlap {self.overlap}: must be from 0 to half the tile ({self.tile // 2})")
 
     def describe(self) -> str:
         """The tiling in words (the summary line and ``predict.json``)."""
@@ -111,7 +111,7 @@ def tiling_for(tile: int | str, overlap: int | None, training_size: int | None, 
     """The tiling of ``--tile N|auto`` (auto: the training size) and ``--overlap`` (default: a quarter of the tile)."""
     side = training_size if tile == "auto" else int(tile)
     if side is None:
-        raise NectarGANError("--tile auto: this checkpoint records no training size; give --tile N")
+        raise ConfigError("--tile auto: this checkpoint records no training size; give --tile N")
     return Tiling(side, side // 4 if overlap is None else overlap, multiple)
 
 

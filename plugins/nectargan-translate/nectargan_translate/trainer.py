@@ -21,7 +21,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from nectargan_core import ConfigError, ResumableSampler, Trainer, TrainerKit, hookimpl
-from nectargan_losses import refresh_lr
+from nectargan_losses import HeldAfter, refresh_lr
 
 from .compilation import compile_for_training
 from .contracts import batch_size_of, check_dataset_item
@@ -304,14 +304,15 @@ class TranslationTrainer(Trainer):
         if not self.is_main:
             return
         loop = self.config.loop
-        held = loop.fitted_epochs < loop.epochs and self.lr_units[0] == "epoch"
+        held = isinstance(run_schedule(self, self.config.optim.lr_schedule), HeldAfter)
         if held and self.epochs_done < loop.epochs:  # the plan's end reached: its last LR holds (not a change)
             print(f"note: the LR schedule keeps its plan of {loop.fitted_epochs} epochs (loop.schedule_epochs, "
                   f"--keep-schedule): epochs {loop.fitted_epochs + 1} to {loop.epochs} hold its last LR "
                   f"(G {lr_at(self.sched_g, loop.fitted_epochs - 1):.3g})", file=sys.stderr)
         elif changes and not held:
+            fitted_to = "loop.schedule_epochs" if loop.schedule_epochs is not None else "loop.epochs"
             print(f"warning: the learning rate changed on resume at epoch {self.epochs_done + 1} of {loop.epochs} "
-                  f"({'; '.join(changes)}): optim.lr_schedule is fitted to loop.epochs, which this resume changed; "
+                  f"({'; '.join(changes)}): optim.lr_schedule is fitted to {fitted_to}, which this resume changed; "
                   "to finish the saved plan instead and then hold its last LR, resume with --keep-schedule "
                   "(or give the schedule its own lengths: optim.lr_schedule: {name: pix2pix_linear, n_epochs: N, "
                   "n_epochs_decay: M})", file=sys.stderr)

@@ -76,19 +76,43 @@ def check_sync_batchnorm(trainer: Trainer) -> None:
                           "forever; set validation.eval_mode=true")
 
 
+def follows_run(choice: Any, registry: Any) -> bool:
+    """Whether the schedule ``choice`` takes its length from the run (the default ``pix2pix_linear`` with null
+    lengths): built without a run length, such a schedule is refused."""
+    from nectargan_core import ConfigError as NeedsLength
+
+    try:
+        build_schedule(choice.model_dump(), registry, epochs=None)
+    except NeedsLength:
+        return True
+    return False
+
+
 def run_schedule(trainer: Trainer, choice: Any) -> Any:
     """The schedule ``choice`` (an ``optim.lr_schedule``-style ``{name, options}``) for this run.
 
-    Fitted to ``loop.schedule_epochs`` when set (a resume with ``--keep-schedule``)
-    or else ``loop.epochs``; when the run trains longer than the schedule was
-    fitted to, an epoch-unit schedule holds its value of the last fitted epoch.
+    A schedule that follows the run's length is fitted to ``loop.schedule_epochs``
+    when set (a resume with ``--keep-schedule``) or else ``loop.epochs``; when the
+    run trains longer than it was fitted to, an epoch-unit schedule holds its
+    value of the last fitted epoch. A schedule of explicit lengths is as given.
     """
     loop = trainer.config.loop
+    if not follows_run(choice, trainer.registry):
+        return build_schedule(choice.model_dump(), trainer.registry, epochs=loop.epochs)
     fitted = loop.fitted_epochs
     schedule = build_schedule(choice.model_dump(), trainer.registry, epochs=fitted)
     if fitted < loop.epochs and schedule.unit == "epoch":
         return schedule.held_after(fitted - 1)
     return schedule
+
+
+def warn_if_fitted_beyond_the_run(trainer: Trainer, key: str) -> None:
+    """One warning when ``loop.schedule_epochs`` is more than ``loop.epochs``: a schedule fitted to it is cut off."""
+    loop = trainer.config.loop
+    if trainer.is_main and loop.fitted_epochs > loop.epochs:
+        print(f"warning: loop.schedule_epochs {loop.fitted_epochs} is more than loop.epochs {loop.epochs}: {key}, "
+              f"fitted to {loop.fitted_epochs} epochs, stops {loop.fitted_epochs - loop.epochs} epoch(s) before its "
+              "end; set loop.schedule_epochs to loop.epochs or null to fit it to the run", file=sys.stderr)
 
 
 def lr_at(scheduler: Any, position: int) -> float:
@@ -109,9 +133,11 @@ def make_lr_schedulers(trainer: Trainer, opt_g: torch.optim.Optimizer, opt_d: to
     optim, loop = trainer.config.optim, trainer.config.loop
     schedule_g = run_schedule(trainer, optim.lr_schedule)
     schedule_d = run_schedule(trainer, optim.lr_schedule_d) if optim.lr_schedule_d is not None else schedule_g
-    planned = getattr(schedule_g, "schedule", schedule_g)  # a held schedule's plan
-    warn_if_decay_never_starts(planned, loop.epochs, "optim.lr_schedule", trainer.is_main)
-    warn_if_schedule_ends_early(planned, loop.fitted_epochs, "optim.lr_schedule", trainer.is_main)
+    if follows_run(optim.lr_schedule, trainer.registry):
+        warn_if_fitted_beyond_the_run(trainer, "optim.lr_schedule")
+    else:  # explicit lengths: what they mean for this run's epochs
+        warn_if_decay_never_starts(schedule_g, loop.epochs, "optim.lr_schedule", trainer.is_main)
+        warn_if_schedule_ends_early(schedule_g, loop.epochs, "optim.lr_schedule", trainer.is_main)
     sched_g = trainer.track(names[0], lr_scheduler(opt_g, schedule_g))
     sched_d = trainer.track(names[1], lr_scheduler(opt_d, schedule_d))
     return sched_g, sched_d, (schedule_g.unit, schedule_d.unit)

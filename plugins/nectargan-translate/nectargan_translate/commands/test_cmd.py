@@ -75,6 +75,8 @@ def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out
                           device=resolve_device(device), data_root=data_root, grid=grid, arch=arch,
                           arch_options=arch_options, direction=chosen, tile=tile, overlap=overlap)
         click.echo(printable_lines(report.summary()))
+        for note in report.notes:
+            click.echo(printable(note), err=True)
         click.echo(printable(f"results: {report.out_dir}" + (" (replaced the earlier results there)"
                                                               if report.replaced else "")))
         click.echo(printable(f"page: {report.page}"))
