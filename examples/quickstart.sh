@@ -27,12 +27,15 @@ if [ ! -d quickstart/data/train ]; then
     "$nectargan" data synth quickstart/data --count 400 --size 64 --seed 0
 fi
 
+# one torch thread or one per core, whichever trains faster here now (a busy machine: one)
+threads=$("$venv/bin/python" examples/fastest_threads.py)
+
 if "$venv/bin/python" -c "from nectargan_core import latest_run; latest_run('quickstart/runs', 'quickstart')" 2>/dev/null; then
     echo "==> resuming the quickstart run (an interrupted run continues; a finished one is not trained again)"
-    "$nectargan" train --resume latest:quickstart --output-dir quickstart/runs
+    "$nectargan" train --resume latest:quickstart --output-dir quickstart/runs --set run.threads="$threads"
 else
     echo "==> training (Ctrl-C stops cleanly; running this script again resumes)"
-    "$nectargan" train -c examples/quickstart.yaml
+    "$nectargan" train -c examples/quickstart.yaml --set run.threads="$threads"
 fi
 
 run_dir=$("$venv/bin/python" -c "from nectargan_core import latest_run; print(latest_run('quickstart/runs', 'quickstart').path)")

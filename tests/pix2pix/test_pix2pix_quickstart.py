@@ -75,14 +75,37 @@ def test_running_a_quickstart_again_resumes_its_run(tmp_path, script, name):
     fake = tmp_path / "nectargan"
     fake.write_text('#!/bin/sh\necho nectargan "$@"\n')
     fake.chmod(0o755)
-    program = f'set -euo pipefail\nvenv="{venv}"\nnectargan="{fake}"\n{step}\n'
+    program = f'set -euo pipefail\nvenv="{venv}"\nnectargan="{fake}"\nthreads=1\n{step}\n'
 
     def run() -> str:
         done = subprocess.run(["bash", "-c", program], cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         return done.stdout.splitlines()[-1]
 
-    assert run() == f"nectargan train -c examples/{name}.yaml"
+    assert run() == f"nectargan train -c examples/{name}.yaml --set run.threads=1"
     made = RunDir.create(tmp_path / "quickstart" / "runs", name)
     (made.path / "config.yaml").write_text("trainer: pix2pix\n")  # what makes a folder a run
-    assert run() == f"nectargan train --resume latest:{name} --output-dir quickstart/runs"
+    assert run() == f"nectargan train --resume latest:{name} --output-dir quickstart/runs --set run.threads=1"
+    assert 'threads=$("$venv/bin/python" examples/fastest_threads.py)' in text  # measured before that step
+
+
+def test_the_quickstarts_thread_count_is_measured_here():
+    """examples/fastest_threads.py: one thread or one per usable core, whichever ran a quickstart-sized step faster."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "fastest_threads.py")], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    cores = len(os.sched_getaffinity(0))
+    assert int(done.stdout) in {1, cores}
+    line = re.fullmatch(r"==> training with (\d+) torch threads?, the fastest here now \(a quickstart-sized step: "
+                        r"1 thread (\d+) ms(?:, (\d+) threads (\d+) ms)?\)\n", done.stderr)
+    assert line and int(line.group(1)) == int(done.stdout)
+    if cores > 1:  # the count printed is the faster of the two timed
+        one, many = int(line.group(2)), int(line.group(4))
+        assert int(line.group(3)) == cores
+        if one != many:  # (equal after rounding to milliseconds: either)
+            assert int(done.stdout) == (1 if one < many else cores)
