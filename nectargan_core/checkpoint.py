@@ -26,6 +26,7 @@ from typing import Any, Iterator, Mapping
 
 from .atomic import atomic_write, atomic_write_text, os_error_of
 from .errors import CheckpointError
+from .jsonfiles import read_json_object
 
 FORMAT = "nectargan-checkpoint"
 """The ``format`` every NectarGAN checkpoint holds (with ``format_version``), to tell it from other ``.pt`` files."""
@@ -79,7 +80,7 @@ def verify_checkpoint(path: str | Path) -> None:
         verify_container(path)
         return
     try:
-        meta = json.loads(side.read_text())
+        meta = read_json_object(side)
     except (OSError, ValueError):
         raise CheckpointError(f"{side}: checkpoint record is unreadable; delete it to load {path.name} unverified") from None
     size = path.stat().st_size

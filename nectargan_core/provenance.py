@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional
 from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer
 
 from .errors import ConfigError
+from .jsonfiles import read_json
 from .registry import Component, Recording, Registry, Use, normalize
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -197,7 +198,7 @@ def checkpoint_records(path: str | Path) -> list[PartRecord] | None:
     from .checkpoint import sidecar_path
 
     try:
-        data = json.loads(sidecar_path(Path(path)).read_text())
+        data = read_json(sidecar_path(Path(path)))
     except (OSError, ValueError):
         return None
     raw = data.get(KEY) if isinstance(data, dict) else None

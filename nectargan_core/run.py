@@ -39,6 +39,7 @@ from .errors import CheckpointError, ConfigError, NectarGANError, PluginError
 from .guard import guard
 from .hookcheck import check_object, check_run_parts
 from .hookproxy import object_name, part_of, proxy_for
+from .jsonfiles import read_json_object
 from .metrics import read_metrics
 from .plugins import PluginHost, env_flag, get_plugins, make_tracer
 from .provenance import pins_for
@@ -396,7 +397,7 @@ def elastic_restart_target(output_dir: str | Path, name: str) -> RunDir | None:
     parent = Path(output_dir) / name
     for launch in sorted(parent.glob(f"version_*/{LAUNCH_FILE}")):
         try:
-            same = json.loads(launch.read_text()).get("torchelastic_run_id") == run_id
+            same = read_json_object(launch).get("torchelastic_run_id") == run_id
         except (OSError, ValueError):
             continue
         run_dir = RunDir(launch.parent)

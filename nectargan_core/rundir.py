@@ -26,6 +26,7 @@ from typing import Any, Iterator
 
 from .atomic import atomic_write_text, remove_stale_temps
 from .errors import RunDirError
+from .jsonfiles import read_json_object
 from .text import printable
 
 VERSION_PATTERN = re.compile(r"^version_(\d+)$")
@@ -33,6 +34,10 @@ CHECKPOINT_PATTERN = re.compile(r"^epoch(\d+)-step(\d+)\.pt$")
 """File names of periodic checkpoints in a run's ``checkpoints`` folder (groups: epoch, step)."""
 EMERGENCY_PATTERN = re.compile(r"^emergency-step(\d+)\.pt$")
 STATUSES = ("running", "finished", "failed", "interrupted")
+#: The fields of ``status.json`` and their types (``read_status`` leaves out a field of another type).
+STATUS_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "status": str, "updated": (int, float), "pid": int, "epoch": int, "step": int, "reason": str, "error": str,
+    "checkpoint": str, "emergency_checkpoint": str, "first_step_at": (int, float)}
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg"}
 
 
@@ -131,11 +136,20 @@ class RunDir:
         atomic_write_text(self.status_file, json.dumps(record, indent=2) + "\n")
 
     def read_status(self) -> dict[str, Any]:
-        """``status.json`` as a dict; ``{"status": "unknown"}`` when it is missing or unreadable."""
+        """``status.json`` as a dict; ``{"status": "unknown"}`` when it is missing or unreadable.
+
+        Its fields are checked: one of the wrong type (another tool's file, a damaged one) is left out, and a
+        status that is not one of :data:`STATUSES` reads as ``unknown``.
+        """
         try:
-            return json.loads(self.status_file.read_text())
-        except (OSError, ValueError):
+            data = read_json_object(self.status_file)
+        except (OSError, ValueError):  # JSONFileError included: damaged, replaced, not an object
             return {"status": "unknown"}
+        fields = {key: value for key, value in data.items() if key not in STATUS_FIELDS
+                  or (isinstance(value, STATUS_FIELDS[key]) and not isinstance(value, bool))}
+        if fields.get("status") not in STATUSES:
+            fields["status"] = "unknown"
+        return fields
 
     # -- summary -----------------------------------------------------------
     def write_summary(self, rows: dict[str, str], **extra: Any) -> None:
@@ -144,12 +158,20 @@ class RunDir:
         atomic_write_text(self.summary_file, json.dumps(record, indent=2) + "\n")
 
     def read_summary(self) -> dict[str, Any]:
-        """``summary.json`` as written, or ``{}`` when absent or unreadable (runs made before it existed)."""
+        """``summary.json`` as written, or ``{}`` when absent or unreadable (runs made before it existed).
+
+        ``rows`` keeps only ``[label, text]`` pairs of strings and ``example_columns`` only a list of strings.
+        """
         try:
-            data = json.loads(self.summary_file.read_text(encoding="utf-8"))
+            data = read_json_object(self.summary_file)
         except (OSError, ValueError):
             return {}
-        return data if isinstance(data, dict) else {}
+        rows = data.get("rows")
+        data["rows"] = [row for row in rows if isinstance(row, list) and len(row) == 2
+                        and all(isinstance(cell, str) for cell in row)] if isinstance(rows, list) else []
+        columns = data.get("example_columns")
+        data["example_columns"] = ([c for c in columns if isinstance(c, str)] if isinstance(columns, list) else [])
+        return data
 
     # -- checkpoints -------------------------------------------------------
     def periodic_checkpoints(self) -> list[Path]:

@@ -10,7 +10,6 @@ and embeds images like the rest of the page.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from urllib.parse import quote
 
 from ..checkpoint import sidecar_path
+from ..jsonfiles import read_json_object
 from ..rundir import RunDir
 from . import markup
 from .runs import RunSummary
@@ -30,7 +30,7 @@ ANCHOR = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 def checkpoint_position(path: Path) -> Optional[tuple[int, int]]:
     """``(epoch, global_step)`` of the checkpoint at ``path``, from its JSON sidecar; None if unknown."""
     try:
-        meta = json.loads(sidecar_path(Path(path)).read_text(encoding="utf-8"))
+        meta = read_json_object(sidecar_path(Path(path)))
         return int(meta["epoch"]), int(meta["global_step"])
     except (OSError, ValueError, KeyError, TypeError, OverflowError):
         return None

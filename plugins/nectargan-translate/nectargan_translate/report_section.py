@@ -10,16 +10,16 @@ from the metric registry), and a link to the folder's results page.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from nectargan_core import ReportSection, RunReport
+from nectargan_core import JSONFileError, ReportSection, RunReport, read_json_object
 
-#: Larger ``metrics.json`` files are left out of the report (a test of 100,000 images writes about 30 MB).
-MAX_RESULTS_BYTES = 256 * 1024 * 1024
+#: The largest ``metrics.json`` read back (a test of 100,000 images writes about 30 MB).
+RESULTS_MAX_BYTES = 256 * 1024 * 1024
+
 
 
 @dataclass(frozen=True)
@@ -76,26 +76,13 @@ NOT_SCORES = frozenset({"epoch", "global_step", "step", "images", "split", "mode
 
 def read_results(path: Path) -> tuple[Optional[Mapping[str, Any]], str]:
     """The object in a ``metrics.json``, or None and why the report leaves it out (not a regular file, too large,
-    not JSON, nested too deep, not an object). Never waits on a FIFO or reads a device to its end."""
+    not UTF-8 JSON, nested too deep, not an object). Never waits on a FIFO or reads a device to its end."""
     try:
-        if not path.is_file():
-            return None, "metrics.json is not a regular file"
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_RESULTS_BYTES + 1)
-        if len(raw) > MAX_RESULTS_BYTES:
-            return None, f"metrics.json is larger than {MAX_RESULTS_BYTES // 2**20} MiB"
-        data = json.loads(raw.decode("utf-8-sig"))
+        return read_json_object(path, max_bytes=RESULTS_MAX_BYTES), ""
+    except JSONFileError as exc:
+        return None, "metrics.json " + str(exc).removeprefix(f"{path}: ")
     except OSError as exc:
         return None, f"metrics.json cannot be read ({exc.strerror or exc})"
-    except UnicodeDecodeError:
-        return None, "metrics.json is not UTF-8 text"
-    except RecursionError:
-        return None, "metrics.json is nested too deep"
-    except ValueError:
-        return None, "metrics.json is not valid JSON (cut short?)"
-    if not isinstance(data, Mapping):
-        return None, f"metrics.json holds a JSON {type(data).__name__}, not an object"
-    return data, ""
 
 
 def read_evaluations(run_path: Path) -> list[Evaluation]:

@@ -50,7 +50,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from nectargan_core import (ConfigError, NectarGANError, atomic_write_text, leave_stopping_to_main, pid_alive,
-                            sweep_stale_temps, temp_path)
+                            read_json, sweep_stale_temps, temp_path)
 
 from .contracts import batch_size_of, check_dataset_item
 from .data.errors import DatasetError
@@ -62,6 +62,7 @@ from .files import output_names
 from .images import Fit, save_png
 from .inference import LoadedGenerator, load_generators, run_dir_of
 from .evaluation import evaluation_mode
+from .report_section import RESULTS_MAX_BYTES
 from .results_page import FOLDERS, write_page
 from .tiling import Tiling, run_sized, tiling_for
 
@@ -399,8 +400,8 @@ def _test_cycle(generator: LoadedGenerator, back: Optional[LoadedGenerator], dat
 def is_results_folder(path: Path) -> bool:
     """Whether ``path`` holds what ``nectargan test`` writes (its metrics.json names a checkpoint)."""
     try:
-        data = json.loads((path / "metrics.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json(path / "metrics.json", max_bytes=RESULTS_MAX_BYTES)
+    except (OSError, ValueError):  # JSONFileError: a FIFO, a device, a damaged or crafted file
         return False
     return isinstance(data, dict) and "checkpoint" in data and "per_image" in data
 

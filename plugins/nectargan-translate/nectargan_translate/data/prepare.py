@@ -22,7 +22,7 @@ from typing import Optional
 
 from PIL import Image
 
-from nectargan_core import atomic_write, atomic_write_text, commit_folder, printable, staging
+from nectargan_core import atomic_write, atomic_write_text, commit_folder, printable, read_json_object, staging
 
 from .check import SPLIT_MARKER, image_size
 from .domains import DOMAINS, domain_dir
@@ -313,7 +313,7 @@ def _recorded_plan(folder: Path, options: dict) -> dict:
 
 def _read_marker(marker: Path) -> dict:
     try:
-        plan = json.loads(marker.read_text(encoding="utf-8"))
+        plan = read_json_object(marker)
         assert isinstance(plan["options"], dict)
         if plan["options"].get("unpaired"):
             assert isinstance(plan["moves"], list)

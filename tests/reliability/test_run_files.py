@@ -1,0 +1,117 @@
+"""Run files of the wrong shape (issue 25, class 4): every JSON file a command reads back (status, summary,
+checkpoint sidecars, launch records, test results) may be cut short, replaced by another tool or crafted.
+Read with a bounded size and depth and a checked shape, each is taken as unreadable, in one line at most:
+no traceback, no hang, no memory blow-up, and the run itself still resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kill_points import tiny_pix2pix_run
+from nectargan_core.jsonfiles import JSONFileError, nesting_depth, read_json, read_json_object
+from support import run_cli
+
+#: name -> how to damage a JSON file in place
+SHAPES = {
+    "array": lambda path: path.write_text("[1, 2, 3]"),
+    "string": lambda path: path.write_text('"finished"'),
+    "number": lambda path: path.write_text("7"),
+    "null": lambda path: path.write_text("null"),
+    "deep array": lambda path: path.write_text("[" * 100_000 + "]" * 100_000),
+    "deep object": lambda path: path.write_text('{"a": ' * 50_000 + "1" + "}" * 50_000),
+    "cut short": lambda path: path.write_text('{"status": "runn'),
+    "not UTF-8": lambda path: path.write_bytes(b'{"status": "\xff\xfe"}'),
+    "wrong field types": lambda path: path.write_text(json.dumps(
+        {"status": 5, "step": "x", "epoch": [1], "updated": "yesterday", "pid": {"a": 1}, "rows": "x",
+         "epochs_total": None, "example_columns": 7, "global_step": "4", "size": "big", "sha256": 1})),
+    "huge": lambda path: os.truncate(path, 200 * 1024 * 1024) if path.exists() else path.write_bytes(b"")
+    or os.truncate(path, 200 * 1024 * 1024),
+    "fifo": lambda path: os.mkfifo(path),
+    "device": lambda path: path.symlink_to("/dev/zero"),
+    "folder": lambda path: path.mkdir(),
+}
+
+
+def damage(path: Path, shape: str) -> None:
+    if path.is_dir() and not path.is_symlink():
+        path.rmdir()
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+    SHAPES[shape](path)
+
+
+@pytest.fixture(scope="module")
+def source_run(tmp_path_factory) -> Path:
+    return tiny_pix2pix_run(tmp_path_factory)
+
+
+def copy_of(run: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "runs" / "tiny" / "version_0"
+    shutil.copytree(run, target, ignore=shutil.ignore_patterns("export", "test", "report.html"))
+    return target
+
+
+def no_traceback(done) -> None:
+    assert "Traceback" not in done.stderr and "Error:" not in done.stderr.replace("error:", ""), done.stderr
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_runs_and_report_take_a_damaged_status_or_summary_as_unreadable(source_run, tmp_path, shape):
+    run = copy_of(source_run, tmp_path)
+    for name in ("status.json", "summary.json"):
+        damage(run / name, shape)
+    listed = run_cli("runs", str(tmp_path / "runs"), timeout=60)
+    no_traceback(listed)
+    assert listed.returncode == 0 and "tiny" in listed.stdout
+    reported = run_cli("report", str(run), timeout=60)
+    no_traceback(reported)
+    assert reported.returncode == 0 and (run / "report.html").is_file()
+
+
+@pytest.mark.parametrize("shape", ["array", "deep array", "fifo", "wrong field types"])
+def test_a_run_with_a_damaged_status_still_resumes(source_run, tmp_path, shape):
+    run = copy_of(source_run, tmp_path)
+    damage(run / "status.json", shape)
+    resumed = run_cli("train", "--resume", str(run), "--set", "loop.epochs=2", timeout=240)
+    no_traceback(resumed)
+    assert resumed.returncode == 0, resumed.stderr
+    assert read_json_object(run / "status.json")["status"] == "finished"  # written whole again
+
+
+@pytest.mark.parametrize("shape", ["array", "deep object", "fifo", "device", "wrong field types"])
+def test_a_damaged_checkpoint_record_is_named_and_an_earlier_checkpoint_used(source_run, tmp_path, shape):
+    run = copy_of(source_run, tmp_path)
+    newest = sorted((run / "checkpoints").glob("epoch*.pt"))[-1]
+    damage(newest.with_name(newest.name + ".json"), shape)
+    resumed = run_cli("train", "--resume", str(run), "--set", "loop.epochs=2", timeout=240)
+    no_traceback(resumed)
+    assert resumed.returncode == 0, resumed.stderr
+    assert newest.name in resumed.stderr  # the skipped checkpoint is named
+
+
+def test_the_reader_refuses_each_shape_with_the_file_and_the_reason(tmp_path):
+    path = tmp_path / "status.json"
+    expected = {"array": "holds an array, not a JSON object", "string": "holds a string, not a JSON object",
+                "number": "holds a number, not a JSON object", "null": "holds null, not a JSON object",
+                "deep array": "is nested more than 100 deep, which nothing here writes",
+                "deep object": "is nested more than 100 deep, which nothing here writes",
+                "cut short": "is not valid JSON (cut short, or not written by NectarGAN)",
+                "not UTF-8": "is not UTF-8 text",
+                "huge": f"is larger than {64 * 1024 * 1024} bytes, more than such a file holds",
+                "fifo": "is not a regular file", "device": "is not a regular file", "folder": "is not a regular file"}
+    for shape, why in expected.items():
+        damage(path, shape)
+        with pytest.raises(JSONFileError) as refused:
+            read_json_object(path)
+        assert str(refused.value) == f"{path}: {why}", shape
+    path.rmdir()  # the last shape: a folder
+    with pytest.raises(FileNotFoundError):
+        read_json(path)
+    path.write_text('{"status": "finished", "x": [[[1]]]}')
+    assert read_json_object(path) == {"status": "finished", "x": [[[1]]]}
+    assert nesting_depth('{"a": "[[[[[[", "b": [{"c": "]]]"}]}') == 3  # brackets inside strings do not count
