@@ -281,7 +281,10 @@ def describe_holder(holder: dict[str, Any]) -> str:
     if not holder.get("pid"):
         return "another process"
     since = holder.get("since")
-    when = f" since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(since))}" if isinstance(since, (int, float)) else ""
+    try:
+        when = f" since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(since))}" if isinstance(since, (int, float)) else ""
+    except (OverflowError, OSError, ValueError):  # a crafted or damaged record: a time no clock shows
+        when = ""
     return f"process {holder['pid']} on {holder.get('host', 'an unknown host')}{when}"
 
 

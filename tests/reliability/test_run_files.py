@@ -115,3 +115,10 @@ def test_the_reader_refuses_each_shape_with_the_file_and_the_reason(tmp_path):
     path.write_text('{"status": "finished", "x": [[[1]]]}')
     assert read_json_object(path) == {"status": "finished", "x": [[[1]]]}
     assert nesting_depth('{"a": "[[[[[[", "b": [{"c": "]]]"}]}') == 3  # brackets inside strings do not count
+
+
+@pytest.mark.parametrize("since", [1e300, float("nan"), -1e20, "yesterday", [1]])
+def test_a_crafted_lock_record_still_names_its_holder(since):
+    from nectargan_core.runlock import describe_holder
+
+    assert describe_holder({"pid": 4321, "host": "box", "since": since}) == "process 4321 on box"
