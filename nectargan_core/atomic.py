@@ -24,6 +24,9 @@ import shutil
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator, Optional, Sequence
 
+from .errors import FolderTakenError
+from .text import printable
+
 #: ``.NAME.tmp-PID``: the temp file of a write in progress (or of one killed mid-write) by process PID.
 TEMP_PATTERN = re.compile(r"^\.(?P<name>.+)\.tmp-(?P<pid>\d+)$")
 
@@ -227,13 +230,20 @@ def staging(target: Path) -> Iterator[Path]:
 
 
 def commit_folder(built: Path, target: Path) -> None:
-    """Flush ``built`` to disk and rename it to ``target`` (which must be absent or an empty folder)."""
+    """Flush ``built`` to disk and rename it to ``target`` (which must be absent or an empty folder).
+
+    When another process filled ``target`` (or put a file there) since the caller checked it, this one lost the
+    race: :class:`~nectargan_core.errors.FolderTakenError`, one line; ``built`` is left for the caller's staging
+    to remove and ``target`` is not touched.
+    """
     _fsync_tree(built)
     try:
         os.rename(built, target)
     except OSError as exc:
-        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
-            exc.filename, exc.filename2 = str(target), None
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+            raise FolderTakenError(printable(
+                f"{target}: another process wrote it while this one worked; nothing of this run was kept there: "
+                "use that one, or choose a new folder")) from None
         raise
     _fsync_dir(target.parent)
 

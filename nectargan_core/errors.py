@@ -64,6 +64,11 @@ class RunDirError(NectarGANError):
     """A run directory is missing, unwritable or not a NectarGAN run."""
 
 
+class FolderTakenError(NectarGANError):
+    """A complete-or-absent output lost a race: another process filled its target folder (or put a file there)
+    while this one built it. Nothing of this process is kept."""
+
+
 class TrainingError(NectarGANError):
     """Training cannot go on: a non-finite loss or weights, out of memory, a full or read-only disk."""
 

@@ -9,7 +9,6 @@ staging folder that :meth:`PhotoSet.publish` renames into place.
 
 from __future__ import annotations
 
-import errno
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,14 +67,9 @@ class PhotoSet:
                     progress(done, self.total)
 
     def publish(self, stage: Path) -> None:
-        """Rename the finished ``stage`` to ``out``; one line when another process filled ``out`` meanwhile."""
-        try:
-            commit_folder(stage, self.out)
-        except OSError as exc:
-            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
-                raise DatasetError(printable(f"{self.out}: another process wrote it while this one worked; nothing "
-                                             "of this run was kept: choose a new output folder")) from None
-            raise
+        """Rename the finished ``stage`` to ``out``; one line when another process filled ``out`` meanwhile
+        (``commit_folder``'s FolderTakenError)."""
+        commit_folder(stage, self.out)
 
 
 def output_folder(out: Path, source: Path) -> Path:
