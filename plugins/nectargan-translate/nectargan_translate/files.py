@@ -7,6 +7,7 @@ in the last input fails in a second, not after the first thousand images.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from nectargan_core import NectarGANError
 from .data.check import image_size
 from .data.pixels import UnreadableImage
 from .data.errors import DatasetError
-from .data.listing import IMAGE_EXTENSIONS
+from .data.listing import IMAGE_EXTENSIONS, entry_problem
 
 
 @dataclass(frozen=True)
@@ -54,13 +55,22 @@ def find_inputs(inputs: Sequence[str | Path], recursive: bool = False) -> list[t
             found.append((path, Path(path.name)))
         elif path.is_dir():
             candidates = path.rglob("*") if recursive else path.iterdir()
-            files = sorted(p for p in candidates if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS
+            named = sorted(p for p in candidates if p.suffix.lower() in IMAGE_EXTENSIONS
                            and not any(part.startswith(".") for part in p.relative_to(path).parts))
+            # an entry named like an image that is none (a FIFO, a device, a looping link) is named, not skipped
+            problems = [problem for p in named if not (recursive and p.is_dir())
+                        for problem in [entry_problem(p, p.parent)] if problem is not None]
+            if problems:
+                more = f" (and {len(problems) - 1} more such entries)" if len(problems) > 1 else ""
+                raise DatasetError(problems[0] + more)
+            files = [p for p in named if p.is_file()]
             if not files:
                 nested = not recursive and any(p.is_dir() for p in path.iterdir())
                 hint = "; add --recursive to search its sub-folders" if nested else ""
                 raise DatasetError(f"{path}: no images found (looked for {', '.join(IMAGE_EXTENSIONS)}){hint}")
             found += [(file, file.relative_to(path)) for file in files]
+        elif os.path.lexists(path):  # there, but no file or folder: a FIFO, a device, a link that loops
+            raise DatasetError(entry_problem(path) or f"{path}: not an image file or a folder")
         else:
             hint = f"; for a resize or crop side, use --size {raw}" if str(raw).isdigit() else ""
             raise DatasetError(f"{path}: input not found{hint}")

@@ -82,18 +82,27 @@ def not_image_files(folder: Path) -> list[str]:
     for path in sorted(folder.iterdir()):
         if path.name.startswith(".") or path.suffix.lower() not in IMAGE_EXTENSIONS:
             continue
-        try:
-            mode = path.stat().st_mode  # through links
-        except OSError as exc:
-            what = ("a symbolic link that loops" if exc.errno == errno.ELOOP
-                    else "a symbolic link to a missing file" if exc.errno == errno.ENOENT and path.is_symlink()
-                    else f"unreadable ({exc.strerror})")
-            problems.append(f"{path}: not an image file but {what}; fix the link or remove it")
-            continue
-        if stat.S_ISREG(mode):
-            continue
-        problems.append(f"{path}: not an image file but {file_kind(mode)}; move it out of {folder} or rename it")
+        problem = entry_problem(path, folder)
+        if problem is not None:
+            problems.append(problem)
     return problems
+
+
+def entry_problem(path: Path, folder: Optional[Path] = None) -> Optional[str]:
+    """Why ``path``, named or given as an image, is not an image file (None for a regular file, through links):
+    a folder, FIFO, device or socket, a link that loops or leads nowhere. The one rule of every command that
+    lists inputs: such an entry is named, never left out without a word or called "not found"."""
+    try:
+        mode = path.stat().st_mode  # through links
+    except OSError as exc:
+        what = ("a symbolic link that loops" if exc.errno == errno.ELOOP
+                else "a symbolic link to a missing file" if exc.errno == errno.ENOENT and path.is_symlink()
+                else f"unreadable ({exc.strerror})")
+        return f"{path}: not an image file but {what}; fix the link or remove it"
+    if stat.S_ISREG(mode):
+        return None
+    fix = f"move it out of {folder} or rename it" if folder is not None else "give an image file"
+    return f"{path}: not an image file but {file_kind(mode)}; {fix}"
 
 
 def split_dir(root: str | Path | None, folder: str) -> Path:
