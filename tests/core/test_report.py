@@ -258,3 +258,22 @@ def test_strict_plugins_make_a_failing_report_section_an_error(tmp_path, nectarg
     host.strict = True
     with pytest.raises(PluginError, match=r"^plugin 'Broken' \(Broken\): report_sections failed: RuntimeError: boom$"):
         build_report(RunDir(make_run(tmp_path / "runs", epochs=1)), plugins=host)
+
+
+def test_the_hook_references_report_sections_example_works_as_written(tmp_path, nectargan_plugin_host):
+    """docs/hooks.md's example plugin, run as written, adds its FID table to the page."""
+    import types
+    from pathlib import Path as _Path
+
+    text = (_Path(__file__).resolve().parents[2] / "docs" / "hooks.md").read_text()
+    section = text[text.index("### report_sections"):text.index("## Run hooks")]
+    code = section[section.index("```python\n") + len("```python\n"):]
+    code = code[:code.index("```")]
+    module = types.ModuleType("fid_report")
+    exec(compile(code, "hooks.md", "exec"), module.__dict__)
+    run_dir = make_run(tmp_path / "runs", epochs=1)
+    (run_dir / "fid").mkdir()
+    (run_dir / "fid" / "scores.json").write_text('{"best.pt": 41.25, "epoch0001-step00000004.pt": 58.5}')
+    document = build_report(RunDir(run_dir), plugins=nectargan_plugin_host(module, installed=False))
+    fid = document[document.index('<section id="fid">'):document.index('<section id="timing">')]
+    assert text_of(fid) == "FID checkpoint FID best.pt 41.25 epoch0001-step00000004.pt 58.5"
