@@ -389,6 +389,16 @@ def test_an_interrupted_grouped_split_is_finished_by_the_same_command(tmp_path):
     assert not marker.exists()
 
 
+def test_data_check_names_an_interrupted_split_once_not_per_split(tmp_path):
+    made = run_cli("data", "synth", str(tmp_path / "data"), "--count", "12", "--size", "16")
+    assert made.returncode == 0, made.stderr
+    (tmp_path / "data" / ".nectargan-split.json").write_text("{}")  # train/, val/ and test/ all under it
+    checked = run_cli("data", "check", str(tmp_path / "data"))
+    assert (checked.returncode, checked.stderr) == (1, f"error: {tmp_path / 'data'}: 1 problem(s) found\n")
+    assert checked.stdout == (f"{tmp_path / 'data'}: a 'nectargan data split' of this folder was interrupted "
+                              "(.nectargan-split.json is there); run the same split again to finish it\n")
+
+
 def test_unpaired_piles_of_tiles_are_grouped_per_domain(tmp_path):
     tiled_pairs(tmp_path / "data" / "A", photos=5, tiles_each=3)
     tiled_pairs(tmp_path / "data" / "B", photos=5, tiles_each=2)

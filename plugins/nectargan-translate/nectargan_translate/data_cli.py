@@ -306,6 +306,7 @@ def check(directory: Path, layout: str, quick: bool) -> None:
         path, value = oriented[0]
         click.echo(f"note: {len(oriented)} image(s) are stored turned, with an EXIF orientation; they are read "
                    f"upright, as image viewers show them (e.g. {path}: {describe_orientation(value)})", err=True)
+    problems = list(dict.fromkeys(problems))  # one about the dataset folder (an interrupted split) once, not per split
     for problem in problems:
         click.echo(printable(problem))  # one problem, one line: a newline in a file name is shown escaped
     if problems:
@@ -330,8 +331,9 @@ def _check_unpaired(directory: Path, quick: bool, only: Optional[str] = None) ->
         found.update({f"{split}{domain}": len(images) for domain, images in report.images.items()})
     if "train" not in splits and not only:
         problems.append(f"{directory}: no trainA/ and trainB/; training reads them")
+    problems = list(dict.fromkeys(problems))
     for problem in problems:
-        click.echo(problem)
+        click.echo(printable(problem))
     if problems:
         raise DatasetError(f"{directory}: {len(problems)} problem(s) found")
     checked = "headers read" if quick else "every image decoded"
