@@ -237,6 +237,9 @@ def commit_folder(built: Path, target: Path) -> None:
     to remove and ``target`` is not touched.
     """
     _fsync_tree(built)
+    if os.path.islink(target):  # the rename would replace the link, not fill the folder it points to
+        raise FolderTakenError(printable(f"{target}: is a symbolic link; the output appears by a rename, so give "
+                                         "the folder it points to, or a new name"))
     try:
         os.rename(built, target)
     except OSError as exc:
@@ -276,6 +279,7 @@ ENVIRONMENT_ERRNOS = {
     errno.ENOTDIR: "a part of the path is a file, not a folder; choose another path",
     errno.ENAMETOOLONG: "choose a shorter path",
     errno.EIO: "the disk reported an input/output error; check it or write somewhere else",
+    errno.ENOENT: "it, or a folder on its path, was removed or moved while the command ran; run it again",
 }
 
 

@@ -84,20 +84,42 @@ def read_metrics(path: str | Path, kind: str | None = None) -> Iterator[dict[str
     (a mistyped run directory must not read as an empty run).
     """
     try:
-        handle = open(path, encoding="utf-8")
+        handle = open(path, "rb")
     except FileNotFoundError:
         if not Path(path).parent.is_dir():
             raise FileNotFoundError(f"{path}: no such folder; give the metrics.jsonl of a run directory") from None
         return
     with handle:
-        for line in handle:
-            if not line.endswith("\n"):
+        for raw in handle:
+            if not raw.endswith(b"\n"):
                 break  # being written right now
             try:
-                record = json.loads(line)
-            except (ValueError, RecursionError):
+                record = json.loads(raw.decode("utf-8"))
+            except (ValueError, RecursionError):  # not JSON, not UTF-8 (UnicodeDecodeError), nested too deep
                 continue
-            if not isinstance(record, dict):
+            if not isinstance(record, dict) or not record_fits(record):
                 continue  # not a record (another tool, a damaged line)
             if kind is None or record.get("kind") == kind:
                 yield record
+
+
+#: The fields of a metrics record and their types; a record with one of another type is skipped as damaged.
+RECORD_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "kind": str, "epoch": int, "step": int, "steps": int, "epoch_progress": (int, float), "time": (int, float),
+    "elapsed": (int, float), "losses": dict, "metrics": dict, "lr": dict}
+
+
+def record_fits(record: dict[str, Any]) -> bool:
+    """Whether the fields the readers use have the types (and, for numbers, finite values of 63 bits) the engine
+    writes; values inside ``losses``, ``metrics`` and ``lr`` are read one by one, each as a number or not."""
+    for key, kind in RECORD_FIELDS.items():
+        if key not in record:
+            continue
+        value = record[key]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return False
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
+        if isinstance(value, int) and not -2 ** 63 <= value < 2 ** 63:
+            return False
+    return True

@@ -16,6 +16,7 @@ Versions are compared as numbers, so version_10 comes after version_9.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sys
@@ -38,6 +39,20 @@ STATUSES = ("running", "finished", "failed", "interrupted")
 STATUS_FIELDS: dict[str, type | tuple[type, ...]] = {
     "status": str, "updated": (int, float), "pid": int, "epoch": int, "step": int, "reason": str, "error": str,
     "checkpoint": str, "emergency_checkpoint": str, "first_step_at": (int, float)}
+#: The values a number of ``status.json`` may take: times within this clock's reach (to the year 2242), a
+#: process id below Linux's largest, counts that fit 63 bits.
+STATUS_RANGES = {"updated": (0, 2 ** 33), "first_step_at": (0, 2 ** 33), "pid": (1, 2 ** 22), "epoch": (0, 2 ** 63),
+                 "step": (0, 2 ** 63)}
+
+
+def field_fits(key: str, value: Any) -> bool:
+    """Whether ``value`` is a ``status.json`` ``key`` as the engine writes it (type, finite, in range)."""
+    if not isinstance(value, STATUS_FIELDS[key]) or isinstance(value, bool):
+        return False
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    low, high = STATUS_RANGES.get(key, (None, None))
+    return low is None or low <= value < high
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg"}
 
 
@@ -145,8 +160,7 @@ class RunDir:
             data = read_json_object(self.status_file)
         except (OSError, ValueError):  # JSONFileError included: damaged, replaced, not an object
             return {"status": "unknown"}
-        fields = {key: value for key, value in data.items() if key not in STATUS_FIELDS
-                  or (isinstance(value, STATUS_FIELDS[key]) and not isinstance(value, bool))}
+        fields = {key: value for key, value in data.items() if key not in STATUS_FIELDS or field_fits(key, value)}
         if fields.get("status") not in STATUSES:
             fields["status"] = "unknown"
         return fields

@@ -81,3 +81,22 @@ def serve_folder(folder: Path) -> Iterator[str]:
     """Serve the files of ``folder``; yield its base URL."""
     with serve(functools.partial(QuietHandler, directory=str(folder))) as url:  # type: ignore[arg-type]
         yield url
+
+
+class CutShortHandler(http.server.BaseHTTPRequestHandler):
+    """Sends the first ``keep`` bytes of ``body`` with no Content-Length and closes: a download cut short that
+    the client cannot tell from a whole one by the HTTP exchange alone."""
+
+    body = b""
+    keep = 0
+
+    def do_GET(self) -> None:  # noqa: N802 - the base class's naming
+        self.send_response(200)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(self.body[:self.keep])
+        self.wfile.flush()
+        self.close_connection = True
+
+    def log_message(self, format, *args):  # noqa: A002
+        pass

@@ -58,3 +58,22 @@ def test_a_folder_with_several_odd_entries_says_how_many_more(run_dir, tmp_path)
     assert done.returncode == 1
     assert done.stderr == (f"error: {photos / 'x.png'}: not an image file but a FIFO; move it out of {photos} or "
                            "rename it (and 2 more such entries)\n")
+
+
+def test_a_name_with_a_newline_stays_on_one_line(run_dir, tmp_path):
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    os.mkfifo(photos / "q\nz.png")
+    done = run_cli("predict", str(run_dir), str(photos), "-o", str(tmp_path / "out"), timeout=120)
+    assert done.returncode == 1
+    assert done.stderr == (f"error: {photos}/q\\nz.png: not an image file but a FIFO; move it out of {photos} or "
+                           "rename it\n")
+
+
+@pytest.mark.parametrize("marker", ["fifo", "device"])
+def test_data_check_takes_a_split_marker_of_any_kind_for_an_unfinished_split(tmp_path, marker):
+    made = run_cli("data", "synth", str(tmp_path / "sp"), "--count", "8", "--size", "16")
+    assert made.returncode == 0, made.stderr
+    ODD[marker][0](tmp_path / "sp" / ".nectargan-split.json")
+    done = run_cli("data", "check", str(tmp_path / "sp"))
+    assert done.returncode == 1 and "a 'nectargan data split' of this folder was interrupted" in done.stdout

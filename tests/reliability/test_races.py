@@ -38,6 +38,18 @@ def test_a_commit_into_a_folder_another_process_filled_is_one_error(tmp_path):
         assert (target / "theirs.png" if taken == "folder" else target).read_bytes() == b"theirs"
 
 
+def test_a_symbolic_link_at_the_target_is_named_not_taken_for_a_race(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "link").symlink_to("empty")
+    built = tmp_path / "built"
+    built.mkdir()
+    with pytest.raises(FolderTakenError) as refused:
+        commit_folder(built, tmp_path / "link")
+    assert str(refused.value) == (f"{tmp_path / 'link'}: is a symbolic link; the output appears by a rename, so give "
+                                  "the folder it points to, or a new name")
+    assert (tmp_path / "link").is_symlink() and not any((tmp_path / "empty").iterdir())
+
+
 def nectargan(*args: str) -> subprocess.Popen:
     exe = Path(sys.executable).with_name("nectargan")
     env = {k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}

@@ -29,6 +29,9 @@ SHAPES = {
     "wrong field types": lambda path: path.write_text(json.dumps(
         {"status": 5, "step": "x", "epoch": [1], "updated": "yesterday", "pid": {"a": 1}, "rows": "x",
          "epochs_total": None, "example_columns": 7, "global_step": "4", "size": "big", "sha256": 1})),
+    "out of range": lambda path: path.write_text(json.dumps(
+        {"status": "finished", "updated": 1e20, "first_step_at": -1e300, "pid": 2 ** 70, "step": 1e32, "epoch": -5})),
+    "not finite": lambda path: path.write_text('{"status": "finished", "updated": NaN, "first_step_at": Infinity}'),
     "huge": lambda path: os.truncate(path, 200 * 1024 * 1024) if path.exists() else path.write_bytes(b"")
     or os.truncate(path, 200 * 1024 * 1024),
     "fifo": lambda path: os.mkfifo(path),
@@ -68,6 +71,9 @@ def test_runs_and_report_take_a_damaged_status_or_summary_as_unreadable(source_r
     listed = run_cli("runs", str(tmp_path / "runs"), timeout=60)
     no_traceback(listed)
     assert listed.returncode == 0 and "tiny" in listed.stdout
+    as_json = run_cli("runs", str(tmp_path / "runs"), "--json", timeout=60)
+    no_traceback(as_json)
+    json.loads(as_json.stdout, parse_constant=lambda name: pytest.fail(f"runs --json wrote {name}"))  # strict JSON
     reported = run_cli("report", str(run), timeout=60)
     no_traceback(reported)
     assert reported.returncode == 0 and (run / "report.html").is_file()
@@ -114,6 +120,13 @@ def test_the_reader_refuses_each_shape_with_the_file_and_the_reason(tmp_path):
         read_json(path)
     path.write_text('{"status": "finished", "x": [[[1]]]}')
     assert read_json_object(path) == {"status": "finished", "x": [[[1]]]}
+    from nectargan_core.rundir import RunDir
+
+    run = RunDir(tmp_path)
+    SHAPES["out of range"](run.status_file)
+    assert run.read_status() == {"status": "finished"}  # every number out of its range left out
+    SHAPES["not finite"](run.status_file)
+    assert run.read_status() == {"status": "finished"}
     assert nesting_depth('{"a": "[[[[[[", "b": [{"c": "]]]"}]}') == 3  # brackets inside strings do not count
 
 
@@ -122,3 +135,31 @@ def test_a_crafted_lock_record_still_names_its_holder(since):
     from nectargan_core.runlock import describe_holder
 
     assert describe_holder({"pid": 4321, "host": "box", "since": since}) == "process 4321 on box"
+
+
+def test_damaged_metrics_lines_are_skipped_by_runs_plot_and_report(source_run, tmp_path):
+    """A stranger's lines: not UTF-8, fields of the wrong types, an infinite step; the records around them stay."""
+    run = copy_of(source_run, tmp_path)
+    good = (run / "metrics.jsonl").read_bytes()
+    with open(run / "metrics.jsonl", "ab") as log:
+        log.write(b"\xff\xfe\x00garbage\n")
+        log.write(b'{"kind": "train", "epoch": "x", "step": [1], "losses": [1, 2], "lr": "a"}\n')
+        log.write(b'{"kind": "train", "epoch": 0, "step": 1e400, "losses": {"G/total": 1.0}}\n')
+        log.write(b'{"kind": "train", "epoch": 0, "step": 99999999999999999999999999, "losses": {}}\n')
+    from nectargan_core import read_metrics
+
+    records = list(read_metrics(run / "metrics.jsonl"))
+    assert len(records) == good.count(b"\n")  # exactly the engine's own records
+    for command in (["runs", str(tmp_path / "runs")], ["plot", str(run), "-o", str(tmp_path / "plots")],
+                    ["report", str(run)]):
+        done = run_cli(*command, timeout=120)
+        no_traceback(done)
+        assert done.returncode == 0, (command, done.stderr)
+
+
+def test_a_vanished_folder_while_writing_is_one_line():
+    from nectargan_core import describe_os_error
+
+    error = FileNotFoundError(2, "No such file or directory", "out/train/00000.png")
+    assert describe_os_error(error) == ("out/train/00000.png: No such file or directory; it, or a folder on its path, "
+                                        "was removed or moved while the command ran; run it again")

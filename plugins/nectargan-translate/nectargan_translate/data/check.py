@@ -9,6 +9,8 @@ not import torch.
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Optional
@@ -74,7 +76,7 @@ def inspect_split(
 def unfinished_split(path: Path) -> list[str]:
     """A problem line if ``path`` (a split folder or the folder being split) is in an interrupted ``data split``."""
     for folder in (path, path.parent):
-        if (folder / SPLIT_MARKER).is_file():
+        if os.path.lexists(folder / SPLIT_MARKER):  # whatever it is (a FIFO, a link): the split is unfinished
             return [f"{folder}: a 'nectargan data split' of this folder was interrupted ({SPLIT_MARKER} is there); "
                     "run the same split again to finish it"]
     return []

@@ -21,6 +21,8 @@ or extraction leaves no partial dataset, and the next run cleans up after it.
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import hashlib
 import http.client
 import ipaddress
@@ -401,6 +403,36 @@ def plan_extraction(tar: tarfile.TarFile, dest: Path, label: str) -> list[Entry]
     return entries
 
 
+def check_whole(tar: tarfile.TarFile, label: str) -> None:
+    """Refuse an archive that is not whole, after :func:`plan_extraction` read every member header.
+
+    Python's tarfile stops without a word where the archive ends early (a
+    download cut short, a server that sent no Content-Length) and where a
+    member header in the middle is damaged, so a part of the dataset would be
+    extracted as if it were all. What follows the last member must be the
+    end-of-archive marker (two zero blocks), and the compressed stream is read
+    to its end, where gzip, bzip2 and xz check their CRC and length.
+    """
+    stream = tar.fileobj
+    assert stream is not None
+    try:
+        stream.seek(tar.offset)
+        marker = stream.read(2 * tarfile.BLOCKSIZE)
+        if marker.strip(b"\0"):
+            raise DownloadError(f"{label}: the archive is damaged: the member header at byte {tar.offset} is not "
+                                "valid, so the members after it cannot be read; nothing was extracted: download it "
+                                "again")
+        if len(marker) < 2 * tarfile.BLOCKSIZE:
+            raise DownloadError(f"{label}: the archive is incomplete: it ends after {len(tar.getmembers())} "
+                                "member(s) without the end-of-archive marker (cut short); nothing was extracted: "
+                                "download it again")
+        while stream.read(CHUNK):  # to the end of the compressed data: its trailer and CRC are checked there
+            pass
+    except (EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
+        raise DownloadError(f"{label}: the archive is incomplete or damaged ({type(exc).__name__}: {exc}); nothing "
+                            "was extracted: download it again") from None
+
+
 def not_a_tar(path: Path, label: str) -> DownloadError:
     """The one-line error for a file that is not a tar archive, saying what it looks like."""
     try:
@@ -408,6 +440,20 @@ def not_a_tar(path: Path, label: str) -> DownloadError:
             head = handle.read(512)
     except OSError:
         head = b""
+    # a compressed archive cut early enough is not recognised as a tar at all
+    compressed = next((kind for magic, kind in ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
+                       if head.startswith(magic)), None)
+    if compressed is not None:
+        opener = {"gzip": gzip.open, "bzip2": bz2.open, "xz": lzma.open}[compressed]
+        try:
+            with opener(path, "rb") as stream:
+                while stream.read(CHUNK):
+                    pass
+        except (EOFError, OSError, zlib.error, lzma.LZMAError):
+            return DownloadError(f"{label}: is {compressed} data cut short or damaged; nothing was extracted: "
+                                 "download it again")
+        what, hint = f"is not a tar archive (it is {compressed} data of something else)", ""
+        return DownloadError(f"{label}: {what}; data download extracts {TAR_SUFFIXES} files{hint}")
     if head.startswith((b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")):
         what, hint = "is a zip archive", ": unzip it yourself, or repack it as a .tar.gz"
     elif head.lstrip()[:1] == b"<":
@@ -440,6 +486,7 @@ def safe_extract(archive: Path, dest: Path, *, source: Optional[str] = None, nam
             entries = plan_extraction(tar, dest, label)
         except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
             raise DownloadError(f"{label}: truncated or corrupt archive: {exc}") from None
+        check_whole(tar, label)
         tops = {entry.name.split("/")[0] for entry in entries}
         top = next(iter(tops))
         single = len(tops) == 1 and any(e.name == top and e.is_dir or e.name.startswith(top + "/") for e in entries)

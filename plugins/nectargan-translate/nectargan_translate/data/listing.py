@@ -98,11 +98,11 @@ def entry_problem(path: Path, folder: Optional[Path] = None) -> Optional[str]:
         what = ("a symbolic link that loops" if exc.errno == errno.ELOOP
                 else "a symbolic link to a missing file" if exc.errno == errno.ENOENT and path.is_symlink()
                 else f"unreadable ({exc.strerror})")
-        return f"{path}: not an image file but {what}; fix the link or remove it"
+        return printable(f"{path}: not an image file but {what}; fix the link or remove it")
     if stat.S_ISREG(mode):
         return None
     fix = f"move it out of {folder} or rename it" if folder is not None else "give an image file"
-    return f"{path}: not an image file but {file_kind(mode)}; {fix}"
+    return printable(f"{path}: not an image file but {file_kind(mode)}; {fix}")
 
 
 def split_dir(root: str | Path | None, folder: str) -> Path:
