@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # the public names loaded on first access (lazy_exports reads
                          pid_alive, staging, sweep_stale_temps, temp_path)
     from .filekind import kind_of as file_kind
     from .jsonfiles import JSONFileError, read_json, read_json_object
+    from .torchload import require_torch
     from .text import printable, printable_lines
 
 __all__ = [
@@ -82,7 +83,7 @@ __all__ = [
     "SECONDS_WHY", "SEED_OPTION", "Batch", "BoundedFloat", "BoundedInt", "ImageSide", "Seconds", "Workers", "at_most",
     "atomic_write", "atomic_write_text", "commit_files", "commit_folder", "describe_os_error", "new_folder",
     "pid_alive", "staging", "sweep_stale_temps", "temp_path", "file_kind", "printable", "printable_lines",
-    "JSONFileError", "read_json", "read_json_object",
+    "JSONFileError", "read_json", "read_json_object", "require_torch",
 ]
 
 #: Names that moved away, kept for one release with a DeprecationWarning: name -> (object, new home).

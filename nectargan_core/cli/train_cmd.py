@@ -65,6 +65,9 @@ def train_command(config_file: str | None, preset: str | None, overrides: tuple[
       nectargan train -c finetune.yaml --init-from generator_only.pt --init-from-partial
       nectargan train -c run.yaml --nproc 2
     """
+    from ..torchload import require_torch
+
+    require_torch("nectargan train")
     from ..run import Run
     from ..signals import EXIT_CODES, graceful_stop, settle
 

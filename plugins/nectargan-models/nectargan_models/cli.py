@@ -14,7 +14,7 @@ from typing import Any, Collection, Literal, Union, get_args, get_origin
 import click
 from pydantic import BaseModel
 
-from nectargan_core import IMAGE_SIDE_OPTION, Component, get_plugins, printable, printable_lines
+from nectargan_core import IMAGE_SIDE_OPTION, Component, get_plugins, printable, printable_lines, require_torch
 
 from .overrides import resolve_options
 
@@ -34,6 +34,7 @@ def list_models(as_json: bool) -> None:
       nectargan models list
       nectargan models list --json
     """
+    require_torch("nectargan models list")
     from .summary import build_meta, parameter_count
 
     rows = []
@@ -80,6 +81,7 @@ def show_model(name: str, overrides: tuple[str, ...], input_size: int, as_json: 
     """
     component = get_plugins().registry.get("model", name)
     values = resolve_options(component, overrides)
+    require_torch("nectargan models show")
     from .summary import build_meta, geometry, parameter_count  # torch: only once the options are valid
 
     data = _identity(component)
@@ -145,6 +147,7 @@ def import_model(file: Path, arch: str, overrides: tuple[str, ...], output: Path
         raise click.UsageError("give either -o OUTPUT (a new checkpoint) or --into CHECKPOINT (an earlier import)")
     from nectargan_core import load_checkpoint
 
+    require_torch("nectargan models import")
     from .importing import import_reference, write_checkpoint
 
     earlier = load_checkpoint(into) if into is not None else None

@@ -56,6 +56,9 @@ def export_command(target: Path, fmt: str, which: str, output: Optional[Path], s
       nectargan export runs/facades/version_0 --format reference -o checkpoints/facades_pix2pix
       nectargan export runs/horse2zebra/version_0 --format onnx --direction BtoA
     """
+    from nectargan_core import require_torch
+
+    require_torch("nectargan export")
     if fmt == "reference":
         from ..reference_export import export_reference
 

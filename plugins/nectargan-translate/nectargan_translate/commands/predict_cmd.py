@@ -71,6 +71,9 @@ def predict_command(target: Path, inputs: tuple[Path, ...], out_dir: Path, which
 
     jobs = plan(inputs, out_dir, recursive)  # torch-free: path and header errors come before torch loads
 
+    from nectargan_core import require_torch
+
+    require_torch("nectargan predict")  # before anything that imports it
     from nectargan_core import resolve_device
 
     from ..predictor import predict_jobs

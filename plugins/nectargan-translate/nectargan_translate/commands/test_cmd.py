@@ -66,6 +66,9 @@ def test_command(run_dir: Path, which: str, split: str, mode: Optional[str], out
       nectargan test runs/photos/version_0 --tile auto --overlap 32
     """
     check_reference_options(arch, arch_options)
+    from nectargan_core import require_torch
+
+    require_torch("nectargan test")  # before anything that imports it
     from nectargan_core import resolve_device
 
     from ..tester import run_test

@@ -1,0 +1,62 @@
+"""Failures before the first line of our code (issue 25, class 7): under an address-space limit (``ulimit -v``)
+below what ``import torch`` maps, a command died with an ImportError traceback ("failed to map segment") or an
+abort with no message at all. Commands that need torch check the limit first and say in one line what to raise;
+the commands that need no torch keep working under it."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kill_points import tiny_pix2pix_run
+from nectargan_core.torchload import TORCH_ADDRESS_SPACE
+
+#: 3 GiB: where the import aborted in the C runtime (2 GiB: an ImportError), below what torch needs.
+LIMIT = 3 * 1024 ** 3
+
+
+def limited(*args: str, cwd: Path, limit: int = LIMIT) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("nectargan")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}
+    return subprocess.run([str(exe), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    return tiny_pix2pix_run(tmp_path_factory)
+
+
+def commands(run_dir: Path, tmp_path: Path) -> dict[str, list[str]]:
+    image = next((run_dir.parents[2] / "data" / "test").glob("*.png"))
+    return {
+        "nectargan train": ["train", "--resume", str(run_dir), "--set", "loop.epochs=2"],
+        "nectargan test": ["test", str(run_dir), "--out", str(tmp_path / "t")],
+        "nectargan predict": ["predict", str(run_dir), str(image), "-o", str(tmp_path / "p")],
+        "nectargan export": ["export", str(run_dir), "--format", "onnx", "-o", str(tmp_path / "g.onnx")],
+        "nectargan models show": ["models", "show", "unet"],
+    }
+
+
+@pytest.mark.parametrize("name", ["nectargan train", "nectargan test", "nectargan predict", "nectargan export",
+                                  "nectargan models show"])
+def test_a_command_that_needs_torch_says_what_limit_to_raise(run_dir, tmp_path, name):
+    done = limited(*commands(run_dir, tmp_path)[name], cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == (f"error: {name}: the address-space limit (ulimit -v) is {LIMIT // 1024} KiB, below the "
+                           f"{TORCH_ADDRESS_SPACE // 1024} KiB torch needs to load, and training needs more; raise it "
+                           "(ulimit -v unlimited) or run where it is higher\n")
+    assert not [p for p in tmp_path.iterdir()]  # nothing written
+
+
+def test_the_commands_that_need_no_torch_work_under_the_limit(run_dir, tmp_path):
+    for args in (["runs", str(run_dir.parents[1])], ["plugins", "list"], ["--help"],
+                 ["data", "synth", str(tmp_path / "s"), "--count", "4", "--size", "16"],
+                 ["data", "check", str(run_dir.parents[2] / "data")], ["config", "validate", str(run_dir / "config.yaml")]):
+        done = limited(*args, cwd=tmp_path, limit=2 * 1024 ** 3)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (args, done.stderr)
