@@ -51,8 +51,10 @@ def read_json(path: str | Path, *, max_bytes: int = MAX_BYTES, max_depth: int = 
     info = os.stat(path)  # FileNotFoundError and PermissionError stay OSErrors
     if not stat.S_ISREG(info.st_mode):
         raise JSONFileError(f"{path}: is not a regular file")
-    with open(path, "rb") as handle:
-        raw = handle.read(max_bytes + 1)
+    if info.st_size > max_bytes:
+        raise JSONFileError(f"{path}: is larger than {max_bytes} bytes, more than such a file holds")
+    with open(path, "rb") as handle:  # read what is there (+1 to see growth): read(n) reserves n bytes up front
+        raw = handle.read(info.st_size + 1)
     if len(raw) > max_bytes:
         raise JSONFileError(f"{path}: is larger than {max_bytes} bytes, more than such a file holds")
     try:

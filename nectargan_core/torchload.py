@@ -43,8 +43,9 @@ def require_torch(command: str) -> ModuleType:
             "(ulimit -v unlimited) or run where it is higher")
     try:
         import torch
-    except (ImportError, OSError) as exc:
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever a broken torch raises while it loads
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-        raise NectarGANError(f"{command}: torch cannot be imported ({first}); reinstall it (pip install "
-                             "--force-reinstall torch) or check the libraries it needs") from None
+        raise NectarGANError(f"{command}: torch cannot be imported ({type(exc).__name__}: {first}); reinstall it "
+                             "(pip install --force-reinstall torch), check the libraries it needs, or raise the "
+                             "memory limits (ulimit -v, ulimit -d)") from None
     return torch

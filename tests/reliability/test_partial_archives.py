@@ -109,3 +109,23 @@ def test_whole_archives_of_every_compression_still_extract(tmp_path):
         done = run_cli("data", "download", "set", "--url", f"{base}/w.tar.gz", "--dest", str(tmp_path / "http"))
     assert done.returncode == 0, done.stderr
     assert len(os.listdir(tmp_path / "http" / "set" / "train")) == FILES
+
+
+def test_a_member_size_no_file_can_have_is_one_line(tmp_path):
+    """A base-256 size field of about 2**95 with a valid checksum: tarfile's seek raised ValueError (a traceback)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for i in range(3):
+            info = tarfile.TarInfo(f"set/{i}.png")
+            info.size = 600
+            tar.addfile(info, io.BytesIO(b"x" * 600))
+    raw = bytearray(buffer.getvalue())
+    offset = member_offset(bytes(raw), 1)
+    raw[offset + 124:offset + 136] = b"\x80" + b"\0" * 3 + b"\x7f" + b"\xff" * 7
+    raw[offset + 148:offset + 156] = b" " * 8
+    raw[offset + 148:offset + 156] = ("%06o\0 " % sum(raw[offset:offset + 512])).encode()
+    (tmp_path / "huge.tar").write_bytes(bytes(raw))
+    line = one_error(run_cli("data", "download", "x", "--url", str(tmp_path / "huge.tar"), "--dest",
+                             str(tmp_path / "out")))
+    assert line.startswith(f"error: {tmp_path / 'huge.tar'}: truncated or corrupt archive: "), line
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

@@ -60,3 +60,20 @@ def test_the_commands_that_need_no_torch_work_under_the_limit(run_dir, tmp_path)
                  ["data", "check", str(run_dir.parents[2] / "data")], ["config", "validate", str(run_dir / "config.yaml")]):
         done = limited(*args, cwd=tmp_path, limit=2 * 1024 ** 3)
         assert done.returncode == 0 and "Traceback" not in done.stderr, (args, done.stderr)
+
+
+@pytest.mark.parametrize("raises", ["RuntimeError('Unable to instantiate PyTypeObject')", "MemoryError()",
+                                    "SystemExit(3)", "ImportError('libcudart.so.13: cannot open shared object')"])
+def test_a_torch_that_fails_to_import_is_one_line(run_dir, tmp_path, raises):
+    broken = tmp_path / "broken" / "torch"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text(f"raise {raises}\n")
+    exe = Path(sys.executable).with_name("nectargan")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")},
+           "PYTHONPATH": str(tmp_path / "broken")}
+    done = subprocess.run([str(exe), "test", str(run_dir), "--out", str(tmp_path / "t")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: nectargan test: torch cannot be imported (") and "reinstall it" in line, line
+    assert not (tmp_path / "t").exists()

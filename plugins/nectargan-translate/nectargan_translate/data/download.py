@@ -290,6 +290,7 @@ def fetch(url: str, target: Path, progress: Optional[Progress] = None, *, deadli
             if describe_os_error(exc) is not None and not isinstance(exc, urllib.error.URLError):
                 raise  # writing the archive failed (full or read-only disk): the caller names the folder
             reason = exc.reason if isinstance(exc, urllib.error.URLError) else f"{type(exc).__name__}: {exc}"
+            reason = " ".join(str(reason).split())  # a server's bad status line may hold CR LF
             raise DownloadError(f"cannot download {url}: {reason}; check the network connection, "
                                 "or pass --url to a reachable mirror") from None
     if watchdog.reason is not None and (total is None or done != total):
@@ -484,8 +485,9 @@ def safe_extract(archive: Path, dest: Path, *, source: Optional[str] = None, nam
     with tar:
         try:
             entries = plan_extraction(tar, dest, label)
-        except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
-            raise DownloadError(f"{label}: truncated or corrupt archive: {exc}") from None
+        except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError, ValueError, OverflowError) as exc:
+            # ValueError/OverflowError: a member size no file can have (base-256 or pax) seeks past any offset
+            raise DownloadError(f"{label}: truncated or corrupt archive: {' '.join(str(exc).split())}") from None
         check_whole(tar, label)
         tops = {entry.name.split("/")[0] for entry in entries}
         top = next(iter(tops))
