@@ -47,6 +47,8 @@ STATUS_RANGES = {"updated": (0, 2 ** 33), "first_step_at": (0, 2 ** 33), "pid": 
 
 def field_fits(key: str, value: Any) -> bool:
     """Whether ``value`` is a ``status.json`` ``key`` as the engine writes it (type, finite, in range)."""
+    if value is None:  # the engine writes null for a reason, error or checkpoint it has none of
+        return STATUS_FIELDS[key] is str
     if not isinstance(value, STATUS_FIELDS[key]) or isinstance(value, bool):
         return False
     if isinstance(value, float) and not math.isfinite(value):

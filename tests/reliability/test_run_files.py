@@ -127,6 +127,8 @@ def test_the_reader_refuses_each_shape_with_the_file_and_the_reason(tmp_path):
     assert run.read_status() == {"status": "finished"}  # every number out of its range left out
     SHAPES["not finite"](run.status_file)
     assert run.read_status() == {"status": "finished"}
+    run.status_file.write_text('{"status": "failed", "reason": null, "error": "x", "emergency_checkpoint": null}')
+    assert run.read_status() == {"status": "failed", "reason": None, "error": "x", "emergency_checkpoint": None}
     assert nesting_depth('{"a": "[[[[[[", "b": [{"c": "]]]"}]}') == 3  # brackets inside strings do not count
 
 
