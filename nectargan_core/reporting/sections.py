@@ -14,14 +14,16 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence
 from urllib.parse import quote
 
 from ..checkpoint import sidecar_path
 from ..jsonfiles import read_json_object
 from ..rundir import RunDir
 from . import markup
-from .runs import RunSummary
+
+if TYPE_CHECKING:  # the summary is read by the report; the hookspecs and the plugin host import this module
+    from .runs import RunSummary
 
 ANCHOR = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 """What a section's anchor may be (it becomes ``#anchor`` in the page's address)."""
