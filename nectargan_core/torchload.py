@@ -43,7 +43,9 @@ def require_torch(command: str) -> ModuleType:
             "(ulimit -v unlimited) or run where it is higher")
     try:
         import torch
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever a broken torch raises while it loads
+    except ImportError:  # not installed, or a library missing: the CLI's import-error line says what to install
+        raise
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever else a broken torch raises while it loads
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         raise NectarGANError(f"{command}: torch cannot be imported ({type(exc).__name__}: {first}); reinstall it "
                              "(pip install --force-reinstall torch), check the libraries it needs, or raise the "
