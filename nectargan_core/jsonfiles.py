@@ -13,11 +13,13 @@ most ``max_depth`` deep; :func:`read_json_object` also wants an object.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
-import stat
 from pathlib import Path
 from typing import Any
+
+from .filekind import NotRegularFile, open_regular
 
 #: The largest run file read back (status and sidecars are under a kilobyte; a summary a few).
 MAX_BYTES = 64 * 1024 * 1024
@@ -48,13 +50,15 @@ def read_json(path: str | Path, *, max_bytes: int = MAX_BYTES, max_depth: int = 
     """The JSON value in ``path``; :class:`JSONFileError` when it is not a regular file, is larger than
     ``max_bytes``, is not UTF-8, nests deeper than ``max_depth`` or is not JSON. OSError when it cannot be read."""
     path = Path(path)
-    info = os.stat(path)  # FileNotFoundError and PermissionError stay OSErrors
-    if not stat.S_ISREG(info.st_mode):
-        raise JSONFileError(f"{path}: is not a regular file")
-    if info.st_size > max_bytes:
-        raise JSONFileError(f"{path}: is larger than {max_bytes} bytes, more than such a file holds")
-    with open(path, "rb") as handle:  # read what is there (+1 to see growth): read(n) reserves n bytes up front
-        raw = handle.read(info.st_size + 1)
+    try:  # one open that never waits on a FIFO: no window between a check and the read
+        handle = os.fdopen(open_regular(path), "rb")
+    except NotRegularFile:  # FileNotFoundError and PermissionError stay OSErrors
+        raise JSONFileError(f"{path}: is not a regular file") from None
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > max_bytes:
+            raise JSONFileError(f"{path}: is larger than {max_bytes} bytes, more than such a file holds")
+        raw = handle.read(size + 1)  # what is there (+1 to see growth): read(n) reserves n bytes up front
     if len(raw) > max_bytes:
         raise JSONFileError(f"{path}: is larger than {max_bytes} bytes, more than such a file holds")
     try:
@@ -75,6 +79,17 @@ def read_json_object(path: str | Path, **limits: int) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise JSONFileError(f"{path}: holds {json_kind(data)}, not a JSON object")
     return data
+
+
+def value_fits(value: Any, kinds: type | tuple[type, ...], low: float | None = None,
+               high: float | None = None) -> bool:
+    """Whether a value read back is of ``kinds`` as written (a boolean is no number), finite, and when bounds are
+    given at least ``low`` and below ``high``: the one field check of status files and metrics records."""
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        return False
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    return low is None or high is None or not isinstance(value, (int, float)) or low <= value < high
 
 
 def json_kind(value: Any) -> str:

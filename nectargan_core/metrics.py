@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from .atomic import atomic_write
+from .jsonfiles import value_fits
 
 
 def _clean(value: Any) -> Any:
@@ -109,17 +110,12 @@ RECORD_FIELDS: dict[str, type | tuple[type, ...]] = {
     "elapsed": (int, float), "losses": dict, "metrics": dict, "lr": dict}
 
 
+#: The integers a record holds fit 64 bits (what JSON readers elsewhere take); floats need only be finite.
+INT64 = (-2 ** 63, 2 ** 63)
+
+
 def record_fits(record: dict[str, Any]) -> bool:
     """Whether the fields the readers use have the types (and, for numbers, finite values of 63 bits) the engine
     writes; values inside ``losses``, ``metrics`` and ``lr`` are read one by one, each as a number or not."""
-    for key, kind in RECORD_FIELDS.items():
-        if key not in record:
-            continue
-        value = record[key]
-        if not isinstance(value, kind) or isinstance(value, bool):
-            return False
-        if isinstance(value, float) and not math.isfinite(value):
-            return False
-        if isinstance(value, int) and not -2 ** 63 <= value < 2 ** 63:
-            return False
-    return True
+    return all(value_fits(record[key], kind, *(INT64 if isinstance(record[key], int) else ()))
+               for key, kind in RECORD_FIELDS.items() if key in record)

@@ -210,21 +210,18 @@ class Run:
         host = host or get_plugins()
         overrides = list(overrides)
         if keep_schedule:
-            if any(o.partition("=")[0].strip() == "loop.schedule_epochs" for o in overrides):
-                raise ConfigError("--keep-schedule sets loop.schedule_epochs to the epochs the run was planned for; "
-                                  "give one of --keep-schedule and --set loop.schedule_epochs")
-            overrides = [*overrides, f"loop.schedule_epochs={planned_epochs(target, output_dir, name, host)}"]
+            check_keep_schedule(overrides)
         run_dir = latest_run(output_dir, name) if str(target) == "latest" else RunDir.open(target)
         # Rank 0 (known from torchrun's environment before the process group exists) takes the run first:
         # a second writer is refused before anything is read or changed.
         lock = RunLock.acquire(run_dir.path, record=False) if os.environ.get("RANK", "0") == "0" else None
         try:
-            run = cls._resume(run_dir, lock, checkpoint, overrides, plugins, host)
+            run = cls._resume(run_dir, lock, checkpoint, overrides, plugins, host, keep_schedule)
             # The state loaded: only now does anything in the run directory change.
             if run.dist.is_main:
                 run.run_dir.remove_stale_temps()  # temp files of a write killed midway (SIGKILL in a checkpoint write)
                 # a run with nothing left to train is refused by the command and stays exactly as it was
-                if overrides and not run.finished:
+                if (overrides or keep_schedule) and not run.finished:
                     atomic_write_text(run.run_dir.config_file, dump_yaml(run.config.to_dict()))
                 record_launch(run.run_dir, run.dist)
                 if lock is not None:
@@ -237,9 +234,12 @@ class Run:
 
     @classmethod
     def _resume(cls, run_dir: RunDir, lock: RunLock | None, checkpoint: str | Path | None,
-                overrides: Iterable[str], plugins: Iterable[Any], host: PluginHost) -> "Run":
+                overrides: list[str], plugins: Iterable[Any], host: PluginHost, keep_schedule: bool = False) -> "Run":
         """Build the resumed run in memory: config, processes, networks, the checkpoint's state; no writes."""
         data = load_file(run_dir.config_file)
+        if keep_schedule:  # the epochs the stored config fits its schedules to, before this resume's overrides
+            planned = load_config(data, (), host.registry).loop.fitted_epochs
+            overrides = [*overrides, f"loop.schedule_epochs={planned}"]
         resolved = load_config(data, overrides, host.registry)
         check_run_parts(resolved, host.registry.pinned(pins_for(resolved)))
         dist = Distributed.from_environment(resolved.distributed, resolved.run.device)
@@ -417,7 +417,8 @@ def restarted_after(checkpoint: str | Path, run_dir: RunDir) -> bool:
         return False
 
 
-def planned_epochs(target: str | Path, output_dir: str | Path, name: str | None, host: PluginHost) -> int:
-    """The epochs a run's schedules are fitted to, as its config.yaml says (before this resume's overrides)."""
-    run_dir = latest_run(output_dir, name) if str(target) == "latest" else RunDir.open(target)
-    return load_config(load_file(run_dir.config_file), (), host.registry).loop.fitted_epochs
+def check_keep_schedule(overrides: Iterable[str]) -> None:
+    """Refuse ``--keep-schedule`` beside an override of the key it sets."""
+    if any(o.partition("=")[0].strip() == "loop.schedule_epochs" for o in overrides):
+        raise ConfigError("--keep-schedule sets loop.schedule_epochs to the epochs the run was planned for; "
+                          "give one of --keep-schedule and --set loop.schedule_epochs")

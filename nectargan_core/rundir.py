@@ -16,7 +16,6 @@ Versions are compared as numbers, so version_10 comes after version_9.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import sys
@@ -27,7 +26,7 @@ from typing import Any, Iterator
 
 from .atomic import atomic_write_text, remove_stale_temps
 from .errors import RunDirError
-from .jsonfiles import read_json_object
+from .jsonfiles import read_json_object, value_fits
 from .text import printable
 
 VERSION_PATTERN = re.compile(r"^version_(\d+)$")
@@ -49,12 +48,7 @@ def field_fits(key: str, value: Any) -> bool:
     """Whether ``value`` is a ``status.json`` ``key`` as the engine writes it (type, finite, in range)."""
     if value is None:  # the engine writes null for a reason, error or checkpoint it has none of
         return STATUS_FIELDS[key] is str
-    if not isinstance(value, STATUS_FIELDS[key]) or isinstance(value, bool):
-        return False
-    if isinstance(value, float) and not math.isfinite(value):
-        return False
-    low, high = STATUS_RANGES.get(key, (None, None))
-    return low is None or low <= value < high
+    return value_fits(value, STATUS_FIELDS[key], *STATUS_RANGES.get(key, (None, None)))
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg"}
 
 

@@ -68,16 +68,15 @@ def train_command(config_file: str | None, preset: str | None, overrides: tuple[
     from ..torchload import require_torch
 
     require_torch("nectargan train")
-    from ..run import Run
+    from ..run import Run, check_keep_schedule
     from ..signals import EXIT_CODES, graceful_stop, settle
 
     if resume is None and checkpoint is not None:
         raise ConfigError("--checkpoint needs --resume RUN_DIR")
     if resume is None and keep_schedule:
         raise ConfigError("--keep-schedule needs --resume RUN_DIR: a new run fits its schedules to its loop.epochs")
-    if keep_schedule and any(o.partition("=")[0].strip() == "loop.schedule_epochs" for o in overrides):
-        raise ConfigError("--keep-schedule sets loop.schedule_epochs to the epochs the run was planned for; "
-                          "give one of --keep-schedule and --set loop.schedule_epochs")
+    if keep_schedule:  # before --nproc starts N processes that would each refuse it
+        check_keep_schedule(overrides)
     if resume is not None and init_from is not None:
         raise ConfigError("--init-from starts a new run from weights; --resume continues one: use one of them")
     if init_partial and init_from is None:

@@ -10,12 +10,14 @@ from __future__ import annotations
 import base64
 import html
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import yaml
 
+from ..filekind import open_regular
 from ..limits import MAX_IMAGE_SIDE
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -50,10 +52,8 @@ def png_problem(png: bytes) -> str | None:
 
 def is_png(path: Path) -> bool:
     """Whether ``path`` is a regular file holding a whole PNG (a writer's half-done file is not yet)."""
-    try:
-        if not Path(path).is_file():  # not a FIFO or a device, which a read would wait on or never finish
-            return False
-        with open(path, "rb") as handle:
+    try:  # never a FIFO or a device, which a read would wait on or never finish
+        with os.fdopen(open_regular(path), "rb") as handle:
             head = handle.read(24)
             handle.seek(0, 2)
             if handle.tell() < 24 + len(PNG_END):
