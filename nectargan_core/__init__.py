@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # the public names loaded on first access (lazy_exports reads
     from .update import Update, optimizer_step
     from .accumulation import AccumulationGroup
     from .sampling import ResumableSampler
+    from .splitlisting import SplitListing
     from .distributed import Distributed
     from .capabilities import NONFINITE_SKIP
     from .precision import Precision
@@ -74,7 +75,7 @@ __all__ = [
     "Run", "CHECKPOINT_PATTERN", "RunDir", "latest_run", "History", "Series", "RunSummary", "list_runs",
     "write_report", "ReportSection", "RunReport", "CHECKPOINT_FORMAT", "load_checkpoint", "restoring", "save_checkpoint",
     "sha256_of", "state_problem", "read_metrics", "metric_direction", "metric_improved", "repeated_terms",
-    "Trainer", "Step", "TrainerKit", "Update", "optimizer_step", "AccumulationGroup", "ResumableSampler",
+    "Trainer", "Step", "TrainerKit", "Update", "optimizer_step", "AccumulationGroup", "ResumableSampler", "SplitListing",
     "Distributed", "NONFINITE_SKIP", "Precision", "resolve_device", "step_graphs_planned",
     "leave_stopping_to_main", "stop_signalled",
     "DEVICE_PATTERN", "ComponentChoice", "CoreConfig", "Section", "choice_of", "describe_errors", "dump_yaml",

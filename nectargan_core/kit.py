@@ -39,6 +39,7 @@ trainer object's own kit.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 import torch
@@ -262,7 +263,11 @@ class TrainerKit:
         """
         for update in self.updates:
             if update.scheduler is not None and update.scheduler_unit == "epoch":
-                update.scheduler.step()
+                with warnings.catch_warnings():
+                    # A resume that ends an epoch without a step in this process (an emergency checkpoint taken
+                    # at the epoch's end, or --data-changed over fewer batches): the optimizer stepped before.
+                    warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)` before")
+                    update.scheduler.step()
 
     # -- the step -------------------------------------------------------------
     def step(self, batch_idx: int) -> Step:

@@ -62,6 +62,7 @@ class Run:
         checkpoint: Mapping[str, Any] | None = None,
         dist: Distributed | None = None,
         lock: RunLock | None = None,
+        data_changed: bool = False,
     ) -> None:
         self.host = host or get_plugins()
         #: This process's exclusive hold on the run directory (rank 0; None in the other ranks).
@@ -115,7 +116,7 @@ class Run:
         self.trainer._run_lock = weakref.ref(lock) if lock is not None else None
         self._register(proxy_for(self.trainer, f"trainer '{component.name}'"), f"trainer:{component.name}")
         if checkpoint is not None:
-            self.trainer.load_checkpoint(checkpoint)
+            self.trainer.load_checkpoint(checkpoint, data_changed=data_changed)
         elif run_cfg.init_from:
             try:
                 self.init_report = self.trainer.init_from(run_cfg.init_from, strict=run_cfg.init_from_strict)
@@ -198,6 +199,7 @@ class Run:
         plugins: Iterable[Any] = (),
         host: PluginHost | None = None,
         keep_schedule: bool = False,
+        data_changed: bool = False,
     ) -> "Run":
         """Continue a run from its latest good checkpoint (or ``checkpoint``), exactly.
 
@@ -205,7 +207,10 @@ class Run:
         updated run under ``output_dir``). ``overrides`` may change values such
         as ``loop.epochs`` to train longer. ``keep_schedule`` keeps schedules
         fitted to the epochs the run was planned for (``loop.schedule_epochs``),
-        whatever ``loop.epochs`` becomes; the config records it.
+        whatever ``loop.epochs`` becomes; the config records it. A mid-epoch
+        checkpoint whose train files were added, removed or renamed since is
+        refused (``CheckpointError``) unless ``data_changed``: the epoch then
+        goes on over the files there now.
         """
         host = host or get_plugins()
         overrides = list(overrides)
@@ -216,7 +221,7 @@ class Run:
         # a second writer is refused before anything is read or changed.
         lock = RunLock.acquire(run_dir.path, record=False) if os.environ.get("RANK", "0") == "0" else None
         try:
-            run = cls._resume(run_dir, lock, checkpoint, overrides, plugins, host, keep_schedule)
+            run = cls._resume(run_dir, lock, checkpoint, overrides, plugins, host, keep_schedule, data_changed)
             # The state loaded: only now does anything in the run directory change.
             if run.dist.is_main:
                 run.run_dir.remove_stale_temps()  # temp files of a write killed midway (SIGKILL in a checkpoint write)
@@ -234,7 +239,8 @@ class Run:
 
     @classmethod
     def _resume(cls, run_dir: RunDir, lock: RunLock | None, checkpoint: str | Path | None,
-                overrides: list[str], plugins: Iterable[Any], host: PluginHost, keep_schedule: bool = False) -> "Run":
+                overrides: list[str], plugins: Iterable[Any], host: PluginHost, keep_schedule: bool = False,
+                data_changed: bool = False) -> "Run":
         """Build the resumed run in memory: config, processes, networks, the checkpoint's state; no writes."""
         data = load_file(run_dir.config_file)
         if keep_schedule:  # the epochs the stored config fits its schedules to, before this resume's overrides
@@ -261,7 +267,8 @@ class Run:
         if loaded is None:
             loaded = load_checkpoint(chosen)
         try:
-            return cls(resolved, run_dir, plugins=plugins, host=host, checkpoint=loaded, dist=dist, lock=lock)
+            return cls(resolved, run_dir, plugins=plugins, host=host, checkpoint=loaded, dist=dist, lock=lock,
+                       data_changed=data_changed)
         except CheckpointError as exc:  # restoring failed (a missing entry, networks that do not fit): name the file
             named = str(exc) if str(exc).startswith(str(chosen)) else f"{chosen}: {exc}"
             raise CheckpointError(f"{named}; nothing in {run_dir.path} was changed") from None

@@ -31,6 +31,7 @@ from .metrics import MetricsLog
 from .runlock import RunLostError
 from .rundir import RunDir
 from .signals import leave_stopping_to_main
+from .splitlisting import TrainData
 from .stepgraph import step_runner
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,7 +62,7 @@ ENGINE_STATE = frozenset({
     "epochs_done", "global_step", "batch_in_epoch", "best_value", "stop_reason", "interrupted", "metrics_log",
     "last_checkpoint", "records_dropped", "summary", "_run_lock", "_interval", "_interval_steps", "_epoch_sums",
     "_epoch_steps", "_started", "_finished", "_saved_at", "_start_time", "_warned_best", "_stop_request",
-    "_checkpoint_due", "_ending_epoch", "step_graphs", "_first_step_at",
+    "_checkpoint_due", "_ending_epoch", "step_graphs", "_first_step_at", "_train_data",
 })
 #: The methods a trainer overrides (docs/plugins/trainer-api.md); Trainer's other methods are the engine's.
 OVERRIDABLE = frozenset({"setup", "train_dataloader", "check_config", "describe", "prepare_step",
@@ -219,6 +220,8 @@ class Trainer:
         self.step_graphs: Any = None
         #: When this process's first training step ended (time.time()), once it has; status.json says it.
         self._first_step_at: float | None = None
+        #: The train data the loop position refers to (its files, when the dataset lists them): set by prepare().
+        self._train_data: TrainData | None = None
 
     # -- for subclasses --------------------------------------------------
     @classmethod
@@ -438,6 +441,7 @@ class Trainer:
             self.train_loader = leave_stopping_to_main(self.train_dataloader())
             if self.dist.enabled:
                 self._shard(self.train_loader)
+            self._train_data = TrainData.of_loader(self.train_loader, self.num_batches())
             if not self.hook.train_step.get_hookimpls():
                 raise PluginError(f"trainer '{self.name}' does not implement the train_step hook")
             self.step_graphs = step_runner(self)
@@ -882,6 +886,8 @@ class Trainer:
             "plugins": {},
             "saved_at": time.time(),
         }
+        if self._train_data is not None:  # what the position refers to: a resume checks it is still there
+            payload["data"] = self._train_data.to_record()
         if self.dist.enabled:
             payload["world_size"] = self.dist.world_size
             if gather:  # what differs between processes: their RNG streams and unreduced loss sums
@@ -963,8 +969,13 @@ class Trainer:
             return ranks[self.dist.rank]
         return {"rng": checkpoint["rng"], "interval": checkpoint.get("loop", {}).get("interval", {})}
 
-    def load_checkpoint(self, source: Any) -> dict[str, Any]:
-        """Restore the whole state from a checkpoint path (or a loaded checkpoint dict)."""
+    def load_checkpoint(self, source: Any, *, data_changed: bool = False) -> dict[str, Any]:
+        """Restore the whole state from a checkpoint path (or a loaded checkpoint dict).
+
+        A mid-epoch checkpoint whose train files were added, removed or renamed
+        since is refused (its position counts batches of another order), unless
+        ``data_changed``: the epoch then goes on over the files there now.
+        """
         self.prepare()
         checkpoint = source if isinstance(source, Mapping) else load_checkpoint(source)
         with restoring(None if isinstance(source, Mapping) else str(source)):  # a missing entry: one line
@@ -972,9 +983,9 @@ class Trainer:
                 raise CheckpointError(
                     f"checkpoint was written by trainer '{checkpoint.get('trainer')}', not '{self.name}'"
                 )
-            return self._restore(checkpoint)
+            return self._restore(checkpoint, data_changed=data_changed)
 
-    def _restore(self, checkpoint: Mapping[str, Any]) -> dict[str, Any]:
+    def _restore(self, checkpoint: Mapping[str, Any], *, data_changed: bool = False) -> dict[str, Any]:
         self.load_state_dict(checkpoint["state"])
         self.epochs_done = self.epoch = int(checkpoint["epoch"])
         self.global_step = int(checkpoint["global_step"])
@@ -996,6 +1007,7 @@ class Trainer:
             self.batch_in_epoch = self.batch_in_epoch * saved_world // self.dist.world_size
             if self.dist.rank:
                 seed_everything(self.config.run.seed + 1_000_003 * self.dist.rank + self.global_step)
+        self._check_train_data(checkpoint.get("data"), data_changed)
         self._saved_at = (self.epochs_done, self.global_step)
         self.hook.on_load_checkpoint(trainer=self, checkpoint=checkpoint)
         # Once everything loaded: the log loses the records written after this checkpoint, then the parts
@@ -1004,6 +1016,45 @@ class Trainer:
         self.records_dropped = self.metrics_log.truncate_to(int(loop.get("metrics_records", 0)))
         self.hook.on_resume(trainer=self, checkpoint=checkpoint, step=self.global_step)
         return checkpoint
+
+
+    def _check_train_data(self, record: Any, go_on: bool) -> None:
+        """Compare the train data with what the checkpoint's position referred to (before anything is changed).
+
+        Other contents under the same names keep the position (a warning); files
+        added, removed or renamed move it: a note between epochs, a refusal
+        mid-epoch unless ``go_on`` (``--data-changed``).
+        """
+        saved = TrainData.from_record(record)
+        change = self._train_data.changes_since(saved) if saved is not None and self._train_data else None
+        if change is None:
+            return
+        say = self.is_main
+        epoch = self.epochs_done + 1
+        if not change.moves_position:
+            if say:
+                print(f"warning: the train data changed since this checkpoint: {change.describe()}; training "
+                      "goes on from the same position over the new contents", file=sys.stderr, flush=True)
+            return
+        if self.batch_in_epoch == 0:
+            if say:
+                print(f"note: the train data changed since this checkpoint: {change.describe()}; epoch {epoch} "
+                      "draws its order from the files there now", file=sys.stderr, flush=True)
+            return
+        then = f"batch {self.batch_in_epoch}" + (f" of {saved.batches}" if saved.batches else "")
+        if not go_on:
+            raise CheckpointError(
+                f"the train data changed since this checkpoint ({change.describe()}): its position, epoch {epoch} "
+                f"{then}, counts batches of the old order; put the files back as they were, or resume with "
+                f"--data-changed to finish epoch {epoch} over the files there now")
+        batches = self.num_batches()
+        if batches is not None and self.batch_in_epoch > batches:
+            self.batch_in_epoch = batches  # the new listing has fewer batches than were done: the epoch ends now
+        if say:
+            print(f"warning: the train data changed since this checkpoint ({change.describe()}); --data-changed: "
+                  f"epoch {epoch} goes on over the files there now, after {self.batch_in_epoch} of "
+                  f"{batches if batches is not None else '?'} batches counted as done",
+                  file=sys.stderr, flush=True)
 
 
 def _network_mismatch(name: str, module: torch.nn.Module, theirs: Any) -> str | None:

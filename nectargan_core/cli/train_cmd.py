@@ -31,6 +31,9 @@ STARTING_ONLY = {
 @click.option("--keep-schedule", is_flag=True,
               help="With --resume and a new loop.epochs: keep the LR schedule fitted to the epochs the run was "
                    "planned for, then hold its last LR (loop.schedule_epochs), instead of re-fitting it.")
+@click.option("--data-changed", is_flag=True,
+              help="With --resume of a checkpoint saved mid-epoch: go on although train files were added, removed "
+                   "or renamed since (the rest of the epoch is drawn from the files there now).")
 @click.option("--init-from", metavar="CHECKPOINT", default=None, type=click.Path(dir_okay=False),
               help="Start a new run from these network weights (fine-tuning; not a resume).")
 @click.option("--init-from-partial", "init_partial", is_flag=True,
@@ -43,7 +46,8 @@ STARTING_ONLY = {
 @click.option("--max-restarts", type=RESTARTS_OPTION, default=0, show_default=True,
               help="With --nproc: restart the processes this often after a failure (each restart resumes).")
 def train_command(config_file: str | None, preset: str | None, overrides: tuple[str, ...], trainer: str | None,
-                  resume: str | None, checkpoint: str | None, keep_schedule: bool, init_from: str | None,
+                  resume: str | None, checkpoint: str | None, keep_schedule: bool, data_changed: bool,
+                  init_from: str | None,
                   init_partial: bool, output_dir: str | None, nproc: int | None, max_restarts: int) -> None:
     """Train with the trainer named in the config (or --trainer).
 
@@ -75,6 +79,8 @@ def train_command(config_file: str | None, preset: str | None, overrides: tuple[
         raise ConfigError("--checkpoint needs --resume RUN_DIR")
     if resume is None and keep_schedule:
         raise ConfigError("--keep-schedule needs --resume RUN_DIR: a new run fits its schedules to its loop.epochs")
+    if resume is None and data_changed:
+        raise ConfigError("--data-changed needs --resume RUN_DIR: it lets a resume go on over changed train files")
     if keep_schedule:  # before --nproc starts N processes that would each refuse it
         check_keep_schedule(overrides)
     if resume is not None and init_from is not None:
@@ -104,6 +110,7 @@ def train_command(config_file: str | None, preset: str | None, overrides: tuple[
                 *(["--trainer", trainer] if trainer else []), *(["--resume", resume] if resume else []),
                 *(["--checkpoint", checkpoint] if checkpoint else []),
                 *(["--keep-schedule"] if keep_schedule else []),
+                *(["--data-changed"] if data_changed else []),
                 *(["--init-from", init_from] if init_from else []),
                 *(["--output-dir", output_dir] if output_dir else [])]
         sys.exit(launch(nproc, ["train", *args], max_restarts=max_restarts))
@@ -112,7 +119,8 @@ def train_command(config_file: str | None, preset: str | None, overrides: tuple[
     if resume is not None:
         target, name = resume_target(resume)
         run = Run.resume(target, name=name, checkpoint=checkpoint, overrides=all_overrides(overrides, trainer),
-                         output_dir=output_dir or "runs", keep_schedule=keep_schedule)
+                         output_dir=output_dir or "runs", keep_schedule=keep_schedule,
+                         data_changed=data_changed)
         say = run.trainer.is_main
         picked = "" if target != "latest" else (
             f" (the most recently updated run{f' named {name!r}' if name else ''} under {output_dir or 'runs'})")

@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from nectargan_core import (AccumulationGroup, ResumableSampler, Run, Trainer, TrainerKit, Update,
+from nectargan_core import (AccumulationGroup, ResumableSampler, Run, SplitListing, Trainer, TrainerKit, Update,
                             choice_of, hookimpl, load_checkpoint, optimizer_step)
 from nectargan_core.rundir import RunDir
 from nectargan_translate import GeneratorSpec, TranslationTrainer
@@ -34,6 +34,7 @@ DOCUMENTED = {
     "backward": Update.backward, "step ": Update.step, "optimizer_step": optimizer_step,
     "AccumulationGroup.of": AccumulationGroup.of, "choice_of": choice_of, "ResumableSampler": ResumableSampler,
     "set_epoch": ResumableSampler.set_epoch, "skip": ResumableSampler.skip, "shard": ResumableSampler.shard,
+    "SplitListing.of_files": SplitListing.of_files,
     "generator_spec": TranslationTrainer.generator_spec, "GeneratorSpec": GeneratorSpec,
     **{name: getattr(TranslationTrainer, name) for name in (
         "setup_data", "dataset", "optional_split", "to_device", "compiled", "setup_updates", "updates_due",

@@ -21,6 +21,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, default_collate
 
+from nectargan_core import SplitListing
+
 from .augment import build_transform
 from .check import UnreadableImage, image_size, inspect_split
 from .decode import read_image, to_channels
@@ -77,6 +79,12 @@ class PairedDataset(Dataset):
 
     def __len__(self) -> int:
         return len(self.pairs)
+
+    def listing(self) -> SplitListing:
+        """The split's files in sample order (a pair's A, then its B): a checkpoint records them, so a resume
+        can tell whether its mid-epoch position still points at the same pairs."""
+        files = (path for pair in self.pairs for path in (pair.a, pair.b) if path is not None)
+        return SplitListing.of_files(self.path, files)
 
     def __getitem__(self, key: Key) -> dict[str, Any]:
         epoch, index = key if isinstance(key, tuple) else (self.epoch, key)

@@ -24,6 +24,8 @@ from typing import Any, Mapping, Sequence
 import torch
 from torch.utils.data import Dataset
 
+from nectargan_core import SplitListing
+
 from .augment import PairTransform, build_transform
 from .decode import read_image, to_channels
 from .domains import DOMAINS, inspect_domains, require_root
@@ -98,6 +100,10 @@ class UnpairedDataset(Dataset):
 
     def __len__(self) -> int:
         return max(len(self.paths["A"]), len(self.paths["B"]))
+
+    def listing(self) -> SplitListing:
+        """Both domains' files, A then B (a checkpoint records them: see ``PairedDataset.listing``)."""
+        return SplitListing.of_files(self.path, [*self.paths["A"], *self.paths["B"]])
 
     def __getitem__(self, key: Key) -> dict[str, Any]:
         epoch, index = key if isinstance(key, tuple) else (self.epoch, key)
