@@ -31,6 +31,8 @@ from contextlib import contextmanager
 from multiprocessing.context import ForkContext, ForkProcess, SpawnContext, SpawnProcess
 from typing import Any, Callable, Iterator, Optional
 
+from .batchwait import interrupt_wait
+
 EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -80,6 +82,7 @@ def graceful_stop(trainer: Any) -> Iterator[list[str]]:
         if getattr(trainer, "is_main", True):
             print(f"{name} received: stopping after the current step and saving a checkpoint "
                   "(press Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
+        interrupt_wait()  # waiting for a batch (no step under way): stop now, whether or not a worker answers
 
     def handler(signum: int, frame: Any) -> None:
         if os.getpid() != owner:  # a process forked from this one that kept the handler: default behaviour

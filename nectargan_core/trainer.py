@@ -17,10 +17,11 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, Mapping
 
 import torch
 
+from .batchwait import BatchWaitTimeout, StopWhileWaiting, bounded
 from .checkpoint import entry, load_checkpoint, restoring, save_checkpoint
 from .device import rng_state, seed_everything, set_rng_state
 from .distributed import Distributed
@@ -515,28 +516,55 @@ class Trainer:
     def _guarded(self, body: Any) -> None:
         try:
             body()
+        except StopWhileWaiting:  # a stop signal while the main process waited for a batch: stop there
+            self._checkpoint_at_position()
+            self._end()
+        except BatchWaitTimeout as exc:
+            if self.dist.enabled:  # the other processes wait in a collective: no checkpoint of all of them now
+                self._failed(exc)
+            self._timed_out(exc)
         except BaseException as exc:
-            if isinstance(exc, RunLostError):  # the run is another process's now: write nothing more
-                self.hook.on_exception(trainer=self, exception=exc)
-                raise
-            interrupted = isinstance(exc, KeyboardInterrupt)
-            user_error = self._user_error(exc)
-            # A checkpoint write that failed (full disk, file size limit) would fail again: no emergency one.
-            # Nor after loop.nonfinite=stop: the state is poisoned, and the error names the last good checkpoint.
-            emergency = (None if interrupted or isinstance(exc, (OSError, CheckpointError, NonFiniteStop))
-                         else self._emergency_checkpoint())
-            try:
-                self.write_status(
-                    "interrupted" if interrupted else "failed",
-                    epoch=self.epochs_done, step=self.global_step,
-                    error=None if interrupted else f"{type(exc).__name__}: {user_error or exc}",
-                    emergency_checkpoint=str(emergency) if emergency else None,
-                )
-            finally:
-                self.hook.on_exception(trainer=self, exception=exc)
-            if user_error is not None:
-                raise user_error from exc
-            raise
+            self._failed(exc)
+
+    def _timed_out(self, exc: BatchWaitTimeout) -> None:
+        """No batch came in time (one process): save the position, which is between two steps, and fail naming it."""
+        try:
+            saved = self._checkpoint_at_position()
+        except BaseException as failure:  # noqa: BLE001 - the full disk is the error now
+            self._failed(failure)
+        where = f"; the {self.global_step} steps done are saved in {saved}" if saved else ""
+        error = BatchWaitTimeout(f"{exc}{where}; resume with: nectargan train --resume {self.run_dir.path}")
+        try:
+            self.write_status("failed", epoch=self.epochs_done, step=self.global_step,
+                              error=f"{type(error).__name__}: {error}", checkpoint=str(saved) if saved else None)
+        finally:
+            self.hook.on_exception(trainer=self, exception=error)
+        raise error from None
+
+    def _failed(self, exc: BaseException) -> None:
+        """After an error in the loop: an emergency checkpoint where it helps, status ``failed`` (or
+        ``interrupted``), ``on_exception``; then raise (a one-line error for the machine's faults)."""
+        if isinstance(exc, RunLostError):  # the run is another process's now: write nothing more
+            self.hook.on_exception(trainer=self, exception=exc)
+            raise exc
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        user_error = self._user_error(exc)
+        # A checkpoint write that failed (full disk, file size limit) would fail again: no emergency one.
+        # Nor after loop.nonfinite=stop: the state is poisoned, and the error names the last good checkpoint.
+        emergency = (None if interrupted or isinstance(exc, (OSError, CheckpointError, NonFiniteStop))
+                     else self._emergency_checkpoint())
+        try:
+            self.write_status(
+                "interrupted" if interrupted else "failed",
+                epoch=self.epochs_done, step=self.global_step,
+                error=None if interrupted else f"{type(exc).__name__}: {user_error or exc}",
+                emergency_checkpoint=str(emergency) if emergency else None,
+            )
+        finally:
+            self.hook.on_exception(trainer=self, exception=exc)
+        if user_error is not None:
+            raise user_error from exc
+        raise exc
 
     def _emergency_checkpoint(self) -> Any:
         """After a crash, save the steps done since the last checkpoint as ``emergency-stepN.pt``.
@@ -562,6 +590,33 @@ class Trainer:
             return None
         print(f"saved the {self.global_step} steps done as an emergency checkpoint: {path}; continue with: "
               f"nectargan train --resume {self.run_dir.path} --checkpoint {path}", file=sys.stderr)
+        return path
+
+    def _checkpoint_at_position(self) -> Any:
+        """A resumable checkpoint of the current position, between two steps (no step is half-done).
+
+        Also while an epoch ends (validation, ``on_epoch_end`` cut short): the
+        checkpoint then records the epoch as trained but not ended, so a resume
+        ends it again (as an emergency checkpoint taken there does).
+        """
+        if self.train_loader is None or (self.global_step == 0 and self._saved_at is None):
+            return None
+        if self._ending_epoch is None:
+            return self.save_checkpoint()
+        epoch = self.epochs_done - 1
+        if self._saved_at == (epoch, self.global_step):  # saved at this step before the epoch began to end
+            return self.last_checkpoint
+        payload = self.checkpoint_payload()
+        payload["epoch"], payload["batch_in_epoch"] = epoch, self._ending_epoch[0]
+        payload["loop"]["metrics_records"] = self._ending_epoch[1]
+        path = self.run_dir.checkpoints / RunDir.checkpoint_name(epoch, self.global_step)
+        if self.is_main:
+            self._check_writer()
+            save_checkpoint(payload, path)
+        self.last_checkpoint = path
+        self._saved_at = (self.epochs_done, self.global_step)  # what _end would save: this position, done
+        self._checkpoint_due = False
+        self._prune()
         return path
 
     def _user_error(self, exc: BaseException) -> NectarGANError | None:
@@ -652,6 +707,18 @@ class Trainer:
             return itertools.islice(loader, self.batch_in_epoch, None)
         return loader
 
+    def batches(self, loader: Iterable[Any], what: str = "validation") -> Iterator[Any]:
+        """Iterate ``loader`` (a validation or other loader of this run) with the training loader's bounds.
+
+        Each batch is waited for at most ``loop.batch_timeout_s`` (a torch
+        DataLoader with workers: past it, a one-line ``TrainingError`` naming
+        the workers and their state), and in a single-process run a stop
+        signal that arrives during a wait stops the run at once (the
+        checkpoint records the epoch as trained but not ended, so a resume
+        ends it again). ``what`` names the batches in that line.
+        """
+        return bounded(loader, self.config.loop.batch_timeout_s, interrupt=not self.dist.enabled, what=what)
+
     def num_batches(self) -> int | None:
         """Batches per epoch of the train loader (``len``), or None when it has no length."""
         try:
@@ -666,7 +733,10 @@ class Trainer:
             self._epoch_sums, self._epoch_steps = {}, 0
             self.hook.on_epoch_start(trainer=self, epoch=epoch)
         completed = True
-        for batch in self._epoch_loader(epoch):
+        # Each batch waited for at most loop.batch_timeout_s; a stop signal ends a wait at once (one process).
+        batches = bounded(self._epoch_loader(epoch), loop.batch_timeout_s, interrupt=not self.dist.enabled,
+                          source=self.train_loader)
+        for batch in batches:
             batch_idx = self.batch_in_epoch
             self.prepare_step(batch, batch_idx)
             outputs = self.step_graphs(batch, batch_idx)  # the train_step hook, eager or replayed as a CUDA graph

@@ -108,6 +108,10 @@ class RunSection(Section):
         return plain_name(value)
 
 
+#: The longest distributed.timeout_s and loop.batch_timeout_s: a week (a rank silent for longer is not coming back).
+MAX_TIMEOUT_S = 7 * 24 * 3600
+
+
 class LoopSection(Section):
     """How long to train and how often to log and validate."""
 
@@ -126,6 +130,10 @@ class LoopSection(Section):
     log_every_steps: int = Field(50, description="Write a metrics record every N steps", gt=0)
     val_every_epochs: Optional[int] = Field(1, description="Validate every N epochs (null: never)", gt=0)
     val_every_steps: Optional[int] = Field(None, description="Also validate every N steps", gt=0)
+    batch_timeout_s: float = Field(
+        600.0, ge=1, le=MAX_TIMEOUT_S, allow_inf_nan=False,
+        description="The longest wait for one batch from data loader worker processes (training and validation): "
+                    "past it the run saves its position and fails in one line naming the workers and their state")
     nonfinite: str = Field(
         "stop", pattern="^(stop|skip)$",
         description="On a NaN/Inf loss: stop (fail the run) or skip (go on, leaving such updates out; only for "
@@ -161,8 +169,6 @@ class CheckpointSection(Section):
         return self._best_direction if self.best_metric else "min"
 
 
-#: The longest distributed.timeout_s: a week (a rank silent for longer is not coming back).
-MAX_TIMEOUT_S = 7 * 24 * 3600
 
 
 class DistributedSection(Section):

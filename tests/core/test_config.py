@@ -74,7 +74,7 @@ def test_a_bare_override_reaches_pydantic_as_plain_text_unless_a_number_was_want
 BAD = [
     ({"loop": {"epochs": -1}}, "defaults: loop.epochs: Input should be greater than 0 (got -1)"),
     ({"loop": {"epochs": "many"}}, "defaults: loop.epochs: must be an integer (got \"many\"); write a whole number without quotes or decimal point"),
-    ({"loop": {"epochz": 3}}, "defaults: loop.epochz: unknown key; did you mean 'epochs'? allowed keys: epochs, log_every_steps, max_steps, nonfinite, schedule_epochs, val_every_epochs, val_every_steps"),
+    ({"loop": {"epochz": 3}}, "defaults: loop.epochz: unknown key; did you mean 'epochs'? allowed keys: batch_timeout_s, epochs, log_every_steps, max_steps, nonfinite, schedule_epochs, val_every_epochs, val_every_steps"),
     ({"lop": {}}, "defaults: lop: unknown key; did you mean 'loop'?"),
     ({"run": {"device": "gpu"}}, "defaults: run.device: must be auto, cpu, cuda, cuda:N (N from 0 to 127) or mps"),
     ({"run": {"name": "a/b"}}, "defaults: run.name: must be a plain name without path separators"),

@@ -27,6 +27,7 @@ GUIDE = ROOT / "docs" / "plugins" / "authoring.md"
 DOCUMENTED = {
     "setup": Trainer.setup, "train_dataloader": Trainer.train_dataloader, "build": Trainer.build,
     "track": Trainer.track, "parallel": Trainer.parallel, "num_batches": Trainer.num_batches,
+    "batches": Trainer.batches,
     "learning_rates": Trainer.learning_rates, "request_stop": Trainer.request_stop,
     "TrainerKit": TrainerKit, "update": TrainerKit.update, "step": TrainerKit.step,
     "step_epoch_schedulers": TrainerKit.step_epoch_schedulers,

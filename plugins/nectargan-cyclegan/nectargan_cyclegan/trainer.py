@@ -255,7 +255,7 @@ class CycleGANTrainer(TranslationTrainer):
         with self._evaluating(cfg.eval_mode):
             for domain, (forth, back) in there_and_back.items():
                 accumulator = MetricAccumulator(cfg.metrics, self.registry)
-                for batch in self._domain_loader(domain, cfg.max_batches):
+                for batch in self.batches(self._domain_loader(domain, cfg.max_batches)):
                     real = self.to_device(batch["image"])
                     with self.kit.autocast():
                         reconstructed = back(forth(real))

@@ -408,7 +408,7 @@ class TranslationTrainer(Trainer):
         generator = self.translator()
         accumulator = MetricAccumulator(cfg.metrics, self.registry)
         with evaluation_mode(generator, cfg.eval_mode):
-            for batch in self.eval_loader(self.val_set, cfg.max_batches):
+            for batch in self.batches(self.eval_loader(self.val_set, cfg.max_batches)):
                 with self.kit.autocast():
                     fake = generator(self.to_device(batch["A"]))
                 accumulator.update(fake, self.to_device(batch["B"]))

@@ -1,0 +1,194 @@
+"""Bounded waits for batches: a worker that never answers ends the run in one line, a stop signal ends the wait.
+
+The main process of a run spends its waits on DataLoader workers: for the
+next training batch, for validation batches. A worker that stops (SIGSTOP, a
+hung network file system) left that wait without end, and a SIGTERM was only
+acted on after the worker answered, so ``docker stop`` ended in SIGKILL. Here
+every such wait has a bound (``loop.batch_timeout_s``: a ``BatchWaitTimeout``
+naming the workers and their state), and a stop signal that arrives while the
+main process waits interrupts the wait at once (``StopWhileWaiting``): no
+batch is half-trained, so the checkpoint written then is exact. The workers
+of an interrupted wait are killed: they only read, and a stopped process
+cannot act on anything gentler (Python's exit would otherwise wait on it for
+ever).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
+
+from .errors import TrainingError
+
+#: How long (s) killed workers get to be reaped before the run goes on exiting.
+REAP_S = 2.0
+
+
+class StopWhileWaiting(BaseException):
+    """A stop signal arrived while the main process waited for a batch (a BaseException, as KeyboardInterrupt
+    is: code between the wait and the trainer must not take it for an error)."""
+
+
+class BatchWaitTimeout(TrainingError):
+    """No batch came within ``loop.batch_timeout_s``: one line naming the workers and what they are doing."""
+
+
+_waiting = 0  # interruptible waits the main thread is inside (0 or 1)
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """Inside, a stop signal raises :class:`StopWhileWaiting` in the main thread (see :func:`interrupt_wait`)."""
+    global _waiting
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _waiting += 1
+    try:
+        yield
+    finally:
+        _waiting -= 1
+
+
+def interrupt_wait() -> None:
+    """Called by the stop-signal handler: end the wait the main thread is in, if it is in one."""
+    if _waiting and threading.current_thread() is threading.main_thread():
+        raise StopWhileWaiting
+
+
+def bounded(loader: Iterable[Any], timeout_s: float, *, interrupt: bool = True, what: str = "training",
+            source: Any = None) -> Iterator[Any]:
+    """The batches of ``loader``, each waited for at most ``timeout_s`` when worker processes deliver them
+    (``source`` is the DataLoader when ``loader`` only iterates it, e.g. skipping a resumed epoch's start).
+
+    The bound is a SIGALRM timer around each wait, so it also covers what
+    torch's own ``timeout`` does not: unpickling a batch fetches its tensors'
+    file descriptors from the worker that made it, which waits on that worker
+    without end when it is stopped. (Off the main thread, torch's ``timeout``
+    is the bound.) With ``interrupt``, a stop signal during a wait raises
+    :class:`StopWhileWaiting` (single-process runs: in a distributed run
+    every process must stop at the same step, so the stop waits for the step
+    there). Loaders without workers read in this process: nothing to wait for.
+    """
+    source = loader if source is None else source
+    workers = int(getattr(source, "num_workers", 0) or 0)
+    if workers and getattr(source, "timeout", None) == 0:
+        source.timeout = timeout_s  # torch's own bound on the queue
+    alarm = bool(workers) and threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGALRM, _alarm_rang) if alarm else None
+    guard = interruptible if interrupt else _nothing
+    iterator: Any = None
+
+    def wait(call: Any) -> Any:
+        """``call()`` bounded (starting an epoch waits too: persistent workers acknowledge its start)."""
+        try:
+            with guard():
+                if alarm:
+                    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+                try:
+                    return call()
+                finally:
+                    if alarm:
+                        signal.setitimer(signal.ITIMER_REAL, 0)
+        except StopWhileWaiting:
+            kill_workers(iterator if iterator is not None else getattr(source, "_iterator", None))
+            raise
+        except (_AlarmRang, RuntimeError) as exc:
+            if isinstance(exc, RuntimeError) and not (workers and "DataLoader timed out" in str(exc)):
+                raise
+            stuck = iterator if iterator is not None else getattr(source, "_iterator", None)
+            states = worker_states(stuck)
+            kill_workers(stuck)
+            raise BatchWaitTimeout(
+                f"no {what} batch came from the data loader's {workers} worker process(es) in {timeout_s:g} s "
+                f"(loop.batch_timeout_s){': ' + states if states else ''}; check the data's file system, "
+                "or raise loop.batch_timeout_s if one batch really takes that long") from None
+
+    try:
+        iterator = wait(lambda: iter(loader))
+        while True:
+            try:
+                batch = wait(lambda: next(iterator))
+            except StopIteration:
+                return
+            yield batch
+    finally:
+        if alarm:
+            try:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
+            except ValueError:  # finalised off the main thread: the timer is off already
+                pass
+
+
+class _AlarmRang(BaseException):
+    """The SIGALRM of a wait's bound (internal: turned into BatchWaitTimeout)."""
+
+
+def _alarm_rang(signum: int, frame: Any) -> None:
+    raise _AlarmRang
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+#: /proc/PID/stat states, as a user would read them.
+STATES = {"T": "stopped (SIGSTOP or a debugger)", "t": "stopped by a debugger",
+          "D": "waiting on a disk or network file system", "Z": "exited", "R": "running", "S": "waiting"}
+
+
+def worker_states(iterator: Any) -> str:
+    """``worker pid 123 is stopped (SIGSTOP or a debugger), pid 124 is waiting``: what the workers are doing."""
+    parts = []
+    for process in getattr(iterator, "_workers", ()):
+        pid = getattr(process, "pid", None)
+        if pid is None:
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                state = stat.read().rsplit(b")", 1)[1].split()[0].decode()
+        except (OSError, IndexError, UnicodeDecodeError):
+            continue
+        parts.append(f"pid {pid} is {STATES.get(state, state)}")
+    return ("worker " + ", ".join(parts)) if parts else ""
+
+
+def kill_workers(iterator: Any) -> None:
+    """SIGKILL the worker processes of a DataLoader iterator that is being abandoned, and reap them.
+
+    Their pids are first taken out of torch's SIGCHLD check, which would
+    otherwise raise "worker killed by signal" at a random later point of
+    this process.
+    """
+    processes = [p for p in getattr(iterator, "_workers", ()) if getattr(p, "pid", None)]
+    if not processes:
+        return
+    if getattr(iterator, "_worker_pids_set", False):
+        try:
+            from torch.utils.data._utils import signal_handling
+
+            signal_handling._remove_worker_pids(id(iterator))
+            iterator._worker_pids_set = False
+        except Exception:  # noqa: BLE001 - another torch: the SIGCHLD check may then name the killed worker
+            pass
+    for process in processes:
+        try:
+            os.kill(process.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    for process in processes:
+        try:
+            process.join(REAP_S)
+        except Exception:  # noqa: BLE001 - reaping is best effort: the process is killed either way
+            pass
+    shutdown = getattr(iterator, "_shutdown_workers", None)
+    if callable(shutdown):
+        try:
+            shutdown()  # its queues and threads; the workers are dead, so its joins return at once
+        except Exception:  # noqa: BLE001
+            pass
