@@ -24,6 +24,8 @@ from .text import printable
 
 #: Names shown in one line before "and N more".
 EXAMPLES = 2
+#: Characters of one name shown (a crafted record may hold megabytes).
+NAME_CHARS = 120
 
 
 @dataclass(frozen=True)
@@ -129,11 +131,11 @@ class ListingChange:
         if self.removed:
             parts.append(f"{len(self.removed)} removed ({examples(self.removed)})")
         if self.renamed:
-            pairs = [f"'{printable(old)}' -> '{printable(new)}'" for old, new in self.renamed[:EXAMPLES]]
+            pairs = [f"'{short(old)}' -> '{short(new)}'" for old, new in self.renamed[:EXAMPLES]]
             more = f" and {len(self.renamed) - EXAMPLES} more" if len(self.renamed) > EXAMPLES else ""
             parts.append(f"{len(self.renamed)} renamed ({', '.join(pairs)}{more})")
         if self.reordered:
-            parts.append("the same files in another order")
+            parts.append("the same files in another order (a changed setting such as data.direction)")
         if self.changed:
             parts.append(f"{len(self.changed)} with other contents (size or modification time: "
                          f"{examples(self.changed)})")
@@ -172,9 +174,12 @@ class TrainData:
         """What a checkpoint recorded, or None (a checkpoint from before this record, or a crafted one)."""
         if not isinstance(record, Mapping):
             return None
-        samples, batches = record.get("samples"), record.get("batches")
-        number = (lambda value: value if type(value) is int and value >= 0 else None)  # noqa: E731
-        return cls(number(samples), number(batches), SplitListing.from_record(record.get("listing")))
+        samples, batches, listed = record.get("samples"), record.get("batches"), record.get("listing")
+        listing = SplitListing.from_record(listed)
+        if (listed is not None and listing is None) or not all(value is None or _count(value)
+                                                                for value in (samples, batches)):
+            return None  # damaged: nothing in it can be trusted
+        return cls(samples, batches, listing)
 
     def changes_since(self, saved: "TrainData") -> ListingChange | None:
         """How the data differs from ``saved``'s; None when nothing comparable differs."""
@@ -187,9 +192,19 @@ class TrainData:
         return change if change else None
 
 
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def short(name: str) -> str:
+    """``name`` escaped for the terminal, its middle left out past NAME_CHARS characters."""
+    text = printable(name)
+    return text if len(text) <= NAME_CHARS else f"{text[:NAME_CHARS // 2]}...{text[-NAME_CHARS // 2:]}"
+
+
 def examples(names: Sequence[str]) -> str:
     """``'a.png', 'b.png' and 3 more``: a few names, escaped for the terminal."""
-    shown = ", ".join(f"'{printable(name)}'" for name in names[:EXAMPLES])
+    shown = ", ".join(f"'{short(name)}'" for name in names[:EXAMPLES])
     return shown + (f" and {len(names) - EXAMPLES} more" if len(names) > EXAMPLES else "")
 
 

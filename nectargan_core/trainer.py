@@ -1060,6 +1060,10 @@ class Trainer:
         self.epochs_done = self.epoch = int(checkpoint["epoch"])
         self.global_step = int(checkpoint["global_step"])
         self.batch_in_epoch = int(checkpoint.get("batch_in_epoch", 0))
+        if min(self.epochs_done, self.global_step, self.batch_in_epoch) < 0:
+            raise CheckpointError(f"its loop position cannot be (epoch {self.epochs_done}, step {self.global_step}, "
+                                  f"batch {self.batch_in_epoch}): the file is damaged or not a NectarGAN checkpoint; "
+                                  "resume from another one with --checkpoint")
         loop = checkpoint.get("loop", {})
         own = self._own_state(checkpoint)
         self._interval = {k: (v.to(self.device) if isinstance(v, torch.Tensor) else v)
@@ -1077,7 +1081,7 @@ class Trainer:
             self.batch_in_epoch = self.batch_in_epoch * saved_world // self.dist.world_size
             if self.dist.rank:
                 seed_everything(self.config.run.seed + 1_000_003 * self.dist.rank + self.global_step)
-        self._check_train_data(checkpoint.get("data"), data_changed)
+        self._check_train_data(checkpoint.get("data"), data_changed, same_world=saved_world == self.dist.world_size)
         self._saved_at = (self.epochs_done, self.global_step)
         self.hook.on_load_checkpoint(trainer=self, checkpoint=checkpoint)
         # Once everything loaded: the log loses the records written after this checkpoint, then the parts
@@ -1088,42 +1092,63 @@ class Trainer:
         return checkpoint
 
 
-    def _check_train_data(self, record: Any, go_on: bool) -> None:
+    def _check_train_data(self, record: Any, go_on: bool, *, same_world: bool = True) -> None:
         """Compare the train data with what the checkpoint's position referred to (before anything is changed).
 
         Other contents under the same names keep the position (a warning); files
-        added, removed or renamed move it: a note between epochs, a refusal
-        mid-epoch unless ``go_on`` (``--data-changed``).
+        added, removed or renamed, or another number of batches per epoch (a
+        changed ``data.batch_size``), move it: a note between epochs, a refusal
+        mid-epoch unless ``go_on`` (``--data-changed``). A mid-epoch checkpoint
+        without a usable record (older, or damaged) resumes with a note saying
+        the position is not checked.
         """
-        saved = TrainData.from_record(record)
-        change = self._train_data.changes_since(saved) if saved is not None and self._train_data else None
-        if change is None:
-            return
         say = self.is_main
         epoch = self.epochs_done + 1
-        if not change.moves_position:
+        saved = TrainData.from_record(record)
+        if saved is None or self._train_data is None:
+            if saved is None and self.batch_in_epoch and say:
+                print(f"note: this checkpoint does not record which train files its position (epoch {epoch}, batch "
+                      f"{self.batch_in_epoch}) counts (it is older than that record, or the record is damaged): "
+                      "resuming there without checking them", file=sys.stderr, flush=True)
+            return
+        if same_world and saved.batches and self.batch_in_epoch > saved.batches:
+            raise CheckpointError(f"its loop position, batch {self.batch_in_epoch}, is past the {saved.batches} "
+                                  "batches its epoch had: the file is damaged; resume from another one with "
+                                  "--checkpoint")
+        change = self._train_data.changes_since(saved)
+        batches = self.num_batches()
+        resized = (same_world and saved.batches is not None and batches is not None and saved.batches != batches
+                   and not (change and change.moves_position))
+        if change is None and not resized:
+            return
+        if change is not None and not change.moves_position and not resized:
             if say:
                 print(f"warning: the train data changed since this checkpoint: {change.describe()}; training "
                       "goes on from the same position over the new contents", file=sys.stderr, flush=True)
             return
+        what = (change.describe() if change is not None and change.moves_position else
+                f"{saved.batches} batches an epoch then, {batches} now: data.batch_size or data.drop_last changed")
         if self.batch_in_epoch == 0:
             if say:
-                print(f"note: the train data changed since this checkpoint: {change.describe()}; epoch {epoch} "
+                print(f"note: the train data changed since this checkpoint: {what}; epoch {epoch} "
                       "draws its order from the files there now", file=sys.stderr, flush=True)
             return
         then = f"batch {self.batch_in_epoch}" + (f" of {saved.batches}" if saved.batches else "")
+        undo = ("undo the --set that changed it" if resized or (change is not None and change.reordered)
+                else "put the files back as they were")
         if not go_on:
             raise CheckpointError(
-                f"the train data changed since this checkpoint ({change.describe()}): its position, epoch {epoch} "
-                f"{then}, counts batches of the old order; put the files back as they were, or resume with "
-                f"--data-changed to finish epoch {epoch} over the files there now")
-        batches = self.num_batches()
-        if batches is not None and self.batch_in_epoch > batches:
-            self.batch_in_epoch = batches  # the new listing has fewer batches than were done: the epoch ends now
+                f"the train data changed since this checkpoint ({what}): its position, epoch {epoch} {then}, "
+                f"counts batches of the old order; {undo}, or resume with --data-changed to finish epoch {epoch} "
+                "over the data as it is now")
+        done = self.batch_in_epoch
+        if batches is not None and done > batches:
+            self.batch_in_epoch = batches  # fewer batches now than were done: the epoch ends at once
+        left = (f"{batches - self.batch_in_epoch} of its {batches} batches left" if batches is not None
+                else "the rest of it")
         if say:
-            print(f"warning: the train data changed since this checkpoint ({change.describe()}); --data-changed: "
-                  f"epoch {epoch} goes on over the files there now, after {self.batch_in_epoch} of "
-                  f"{batches if batches is not None else '?'} batches counted as done",
+            print(f"warning: the train data changed since this checkpoint ({what}); --data-changed: epoch {epoch} "
+                  f"goes on over the data as it is now, {done} batches done, {left}",
                   file=sys.stderr, flush=True)
 
 

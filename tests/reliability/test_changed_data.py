@@ -12,6 +12,7 @@ shrunken folder printed ``batch 4/1``).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -84,7 +85,7 @@ def test_data_changed_finishes_the_epoch_over_the_files_there_now(tmp_path, make
     assert resumed.trainer.batch_in_epoch == 3
     err = capfd.readouterr().err
     assert ("warning: the train data changed since this checkpoint (1 added ('extra.png'); 10 files then, 11 now); "
-            "--data-changed: epoch 1 goes on over the files there now, after 3 of 6 batches counted as done") in err
+            "--data-changed: epoch 1 goes on over the data as it is now, 3 batches done, 3 of its 6 batches left") in err
     resumed.fit()
     epochs = resumed.metrics("epoch")
     assert [record["step"] for record in epochs] == [6, 12]  # 3 + the 3 left of epoch 1, then 6 in epoch 2
@@ -102,7 +103,7 @@ def test_a_folder_shrunk_below_the_batches_done_ends_the_epoch_instead_of_counti
     assert resumed.trainer.batch_in_epoch == 1
     assert "batch 1/1" in resumed.trainer.position_text()
     err = capfd.readouterr().err
-    assert "8 removed" in err and "after 1 of 1 batches counted as done" in err
+    assert "8 removed" in err and "4 batches done, 0 of its 1 batches left" in err
     resumed.fit()
     assert [record["step"] for record in resumed.metrics("epoch")] == [4, 5]
 
@@ -138,12 +139,12 @@ def test_an_unchanged_or_moved_dataset_resumes_without_a_word(tmp_path, make_syn
     assert "changed since this checkpoint" not in capfd.readouterr().err
 
 
-def test_a_checkpoint_from_before_the_record_or_with_a_crafted_one_resumes_as_before(tmp_path, make_synth):
+def test_a_checkpoint_from_before_the_record_or_with_a_crafted_one_resumes_with_a_note(tmp_path, make_synth, capfd):
     run, train = stopped_mid_epoch(tmp_path, make_synth)
     checkpoint = run.dir / "checkpoints" / "epoch0000-step00000003.pt"
     assert checkpoint.exists(), sorted(p.name for p in (run.dir / "checkpoints").iterdir())
     (train / "00003.png").unlink()
-    for record in ("absent", {"listing": {"names": [1]}, "samples": "x"}, [1, 2]):
+    for record in ("absent", None, {"listing": {"names": [1]}, "samples": "x"}, [1, 2]):
         payload = torch.load(checkpoint, weights_only=True)
         if record == "absent":
             del payload["data"]
@@ -151,9 +152,45 @@ def test_a_checkpoint_from_before_the_record_or_with_a_crafted_one_resumes_as_be
             payload["data"] = record
         crafted = tmp_path / f"crafted-{len(str(record))}.pt"
         torch.save(payload, crafted)
+        capfd.readouterr()
         resumed = Run.resume(run.dir, checkpoint=crafted, overrides=["loop.max_steps=null"])
         assert resumed.trainer.batch_in_epoch == 3
+        assert ("note: this checkpoint does not record which train files its position (epoch 1, batch 3) counts"
+                in capfd.readouterr().err), record
         resumed.close()
+
+
+@pytest.mark.parametrize("batch, message", [
+    (-3, "its loop position cannot be (epoch 0, step 3, batch -3): the file is damaged"),
+    (99, "its loop position, batch 99, is past the 5 batches its epoch had: the file is damaged"),
+])
+def test_a_crafted_position_is_refused_in_one_line_changing_nothing(tmp_path, make_synth, batch, message):
+    run, _ = stopped_mid_epoch(tmp_path, make_synth)
+    payload = torch.load(run.dir / "checkpoints" / "epoch0000-step00000003.pt", weights_only=True)
+    payload["batch_in_epoch"] = batch
+    crafted = tmp_path / "crafted.pt"
+    torch.save(payload, crafted)
+    before = run_files(run.dir)
+    with pytest.raises(CheckpointError, match=re.escape(message)):
+        Run.resume(run.dir, checkpoint=crafted, overrides=["loop.max_steps=null"])
+    assert run_files(run.dir) == before
+
+
+def test_another_batch_size_mid_epoch_is_refused_and_data_changed_goes_on(tmp_path, make_synth, capfd):
+    run, _ = stopped_mid_epoch(tmp_path, make_synth)
+    with pytest.raises(CheckpointError, match=re.escape(
+            "(5 batches an epoch then, 3 now: data.batch_size or data.drop_last changed): its position, epoch 1 "
+            "batch 3 of 5, counts batches of the old order; undo the --set that changed it")):
+        Run.resume(run.dir, overrides=["loop.max_steps=null", "data.batch_size=4"])
+    resumed = Run.resume(run.dir, overrides=["loop.max_steps=null", "data.batch_size=4"], data_changed=True)
+    assert resumed.trainer.batch_in_epoch == 3
+    assert "3 batches done, 0 of its 3 batches left" in capfd.readouterr().err
+
+
+def test_a_huge_crafted_name_is_shortened_in_the_line():
+    saved = SplitListing(("x" * 10_000_000,), (1,), (1,))
+    change = SplitListing((), (), ()).changes_since(saved)
+    assert len(change.describe()) < 400 and "..." in change.describe()
 
 
 def test_the_command_refuses_in_one_line_and_data_changed_needs_resume(tmp_path, make_synth):
@@ -166,7 +203,7 @@ def test_the_command_refuses_in_one_line_and_data_changed_needs_resume(tmp_path,
     assert "1 renamed ('00007.png' -> 'later.png')" in lines[0] and "--data-changed" in lines[0]
     went_on = run_cli("train", "--resume", str(run.dir), "--set", "loop.max_steps=null", "--data-changed")
     assert went_on.returncode == 0, went_on.stderr
-    assert "--data-changed: epoch 1 goes on" in went_on.stderr
+    assert "--data-changed: epoch 1 goes on over the data as it is now" in went_on.stderr
     alone = run_cli("train", "--data-changed", "--set", "trainer=pix2pix")
     assert alone.returncode == 2 and "--data-changed needs --resume RUN_DIR" in alone.stderr
 
@@ -194,7 +231,7 @@ def test_an_unpaired_run_compares_both_domains(tmp_path):
 
 @pytest.mark.parametrize("saved, now, expected", [
     ((["a", "b"], [1, 2], [10, 20]), (["a", "b"], [1, 2], [10, 20]), ""),
-    ((["a", "b"], [1, 2], [10, 20]), (["b", "a"], [2, 1], [20, 10]), "the same files in another order; 2 files"),
+    ((["a", "b"], [1, 2], [10, 20]), (["b", "a"], [2, 1], [20, 10]), "the same files in another order (a changed setting such as data.direction); 2 files"),
     ((["a"], [5], [7]), (["z"], [5], [7]), "1 renamed ('a' -> 'z'); 1 file"),
     ((["a"], [5], [7]), (["z"], [5], [8]), "1 added ('z'), 1 removed ('a'); 1 file"),  # a new file, not a rename
     ((["a", "b", "c", "d"], [1] * 4, [1, 2, 3, 4]), ([], [], []),
