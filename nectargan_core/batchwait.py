@@ -16,8 +16,10 @@ ever).
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
+import time
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator
 
@@ -32,8 +34,29 @@ class StopWhileWaiting(BaseException):
     is: code between the wait and the trainer must not take it for an error)."""
 
 
-class BatchWaitTimeout(TrainingError):
+class LoaderFailure(TrainingError):
+    """The data loader's workers failed the main process between two steps: the position can be saved."""
+
+
+class BatchWaitTimeout(LoaderFailure):
     """No batch came within ``loop.batch_timeout_s``: one line naming the workers and what they are doing."""
+
+
+class WorkerDied(LoaderFailure):
+    """A worker process died (killed by a signal, the out-of-memory killer) while the main process waited."""
+
+
+def worker_death(text: str) -> str:
+    """torch's "DataLoader worker (pid 12) is killed by signal: Killed." as one phrase saying what to check."""
+    pid = re.search(r"pid\(?s?\)? (\d+)", text)
+    who = f"the data loader's worker process (pid {pid.group(1)})" if pid else "a data loader worker process"
+    killed = re.search(r"killed by signal: (\w+)", text)
+    status = re.search(r"exited with status (-?\d+)", text)
+    if killed:
+        return (f"{who} was killed by signal {killed.group(1)}: the out-of-memory killer or someone else ended it; "
+                "check the memory (fewer data.num_workers, smaller batches)")
+    how = f"exited with status {status.group(1)}" if status else "ended unexpectedly"
+    return f"{who} {how}: check the dataset's code and the machine's logs"
 
 
 _waiting = 0  # interruptible waits the main thread is inside (0 or 1)
@@ -84,9 +107,11 @@ def bounded(loader: Iterable[Any], timeout_s: float, *, interrupt: bool = True, 
 
     def wait(call: Any) -> Any:
         """``call()`` bounded (starting an epoch waits too: persistent workers acknowledge its start)."""
+        global _deadline
         try:
             with guard():
                 if alarm:
+                    _deadline = time.monotonic() + timeout_s
                     signal.setitimer(signal.ITIMER_REAL, timeout_s)
                 try:
                     return call()
@@ -96,19 +121,36 @@ def bounded(loader: Iterable[Any], timeout_s: float, *, interrupt: bool = True, 
         except StopWhileWaiting:
             kill_workers(iterator if iterator is not None else getattr(source, "_iterator", None))
             raise
-        except (_AlarmRang, RuntimeError) as exc:
-            if isinstance(exc, RuntimeError) and not (workers and "DataLoader timed out" in str(exc)):
-                raise
+        except (OSError, EOFError, RuntimeError) as exc:
+            # A batch's tensors come from its worker over a socket, and torch checks its workers when a wait
+            # fails: either way a dead worker is what to report.
             stuck = iterator if iterator is not None else getattr(source, "_iterator", None)
-            states = worker_states(stuck)
-            kill_workers(stuck)
-            raise BatchWaitTimeout(
-                f"no {what} batch came from the data loader's {workers} worker process(es) in {timeout_s:g} s "
-                f"(loop.batch_timeout_s){': ' + states if states else ''}; check the data's file system, "
-                "or raise loop.batch_timeout_s if one batch really takes that long") from None
+            dead = [p for p in getattr(stuck, "_workers", ()) if _ended(p)]
+            if dead:
+                kill_workers(stuck)
+                code = dead[0].exitcode
+                how = (f"is killed by signal: {_signal_name(-code)}" if isinstance(code, int) and code < 0
+                       else f"exited with status {code}")
+                raise WorkerDied(worker_death(f"DataLoader worker (pid {dead[0].pid}) {how}")) from None
+            if not (isinstance(exc, RuntimeError) and workers and "DataLoader timed out" in str(exc)):
+                raise
+            raise timed_out(stuck) from None
+        except _AlarmRang:
+            raise timed_out(iterator if iterator is not None else getattr(source, "_iterator", None)) from None
+
+    def timed_out(stuck: Any) -> BatchWaitTimeout:
+        states = worker_states(stuck)
+        kill_workers(stuck)
+        return BatchWaitTimeout(
+            f"no {what} batch came from the data loader's {workers} worker process(es) in {timeout_s:g} s "
+            f"(loop.batch_timeout_s){': ' + states if states else ''}; check the data's file system, "
+            "or raise loop.batch_timeout_s if one batch really takes that long")
 
     try:
+        before = signal.getsignal(signal.SIGCHLD) if alarm else None
         iterator = wait(lambda: iter(loader))
+        if alarm:
+            _keep_sigchld(before)
         while True:
             try:
                 batch = wait(lambda: next(iterator))
@@ -128,8 +170,35 @@ class _AlarmRang(BaseException):
     """The SIGALRM of a wait's bound (internal: turned into BatchWaitTimeout)."""
 
 
+_deadline = 0.0  # when the current wait's bound ends (time.monotonic())
+
+
 def _alarm_rang(signum: int, frame: Any) -> None:
-    raise _AlarmRang
+    if time.monotonic() >= _deadline - 0.05:  # a SIGALRM from anyone else before the bound changes nothing
+        raise _AlarmRang
+
+
+def _keep_sigchld(before: Any) -> None:
+    """Undo torch's SIGCHLD handler, which raises "worker killed" wherever the main thread is (mid-step,
+    mid-checkpoint write). Without it torch finds a dead worker where this process waits for its batches,
+    which :func:`bounded` turns into one line with the position saved."""
+    handler = signal.getsignal(signal.SIGCHLD)
+    if handler is not before and getattr(handler, "__module__", "").startswith("torch.utils.data"):
+        signal.signal(signal.SIGCHLD, before if before is not None else signal.SIG_DFL)
+
+
+def _ended(process: Any) -> bool:
+    try:
+        return process.exitcode is not None
+    except Exception:  # noqa: BLE001 - not a process we can ask
+        return False
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name.removeprefix("SIG").capitalize() if number != 9 else "Killed"
+    except ValueError:
+        return str(number)
 
 
 @contextmanager

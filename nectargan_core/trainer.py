@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, Mapping
 
 import torch
 
-from .batchwait import BatchWaitTimeout, StopWhileWaiting, bounded
+from .batchwait import LoaderFailure, StopWhileWaiting, bounded, kill_workers, worker_death
 from .checkpoint import entry, load_checkpoint, restoring, save_checkpoint
 from .device import rng_state, seed_everything, set_rng_state
 from .distributed import Distributed
@@ -216,7 +216,7 @@ class Trainer:
         self._checkpoint_due = False  # checkpoint.every_steps came due inside an accumulation group
         #: While an epoch ends (validation, on_epoch_end): how many batches it trained and how many metrics
         #: records there were before its end; None otherwise.
-        self._ending_epoch: tuple[int, int] | None = None
+        self._ending_epoch: tuple[int, int, Any] | None = None
         #: Runs each training step: eagerly, or captured and replayed as a CUDA graph (set by prepare()).
         self.step_graphs: Any = None
         #: When this process's first training step ended (time.time()), once it has; status.json says it.
@@ -517,23 +517,34 @@ class Trainer:
         try:
             body()
         except StopWhileWaiting:  # a stop signal while the main process waited for a batch: stop there
+            self._release_train_workers()
             self._checkpoint_at_position()
             self._end()
-        except BatchWaitTimeout as exc:
+        except LoaderFailure as exc:
+            self._release_train_workers()
             if self.dist.enabled:  # the other processes wait in a collective: no checkpoint of all of them now
                 self._failed(exc)
             self._timed_out(exc)
         except BaseException as exc:
             self._failed(exc)
 
-    def _timed_out(self, exc: BatchWaitTimeout) -> None:
-        """No batch came in time (one process): save the position, which is between two steps, and fail naming it."""
+    def _release_train_workers(self) -> None:
+        """Kill the train loader's persistent workers (the run is ending; stopped ones would be joined for ever)."""
+        iterator = getattr(self.train_loader, "_iterator", None)
+        if iterator is not None:
+            kill_workers(iterator)
+
+    def _timed_out(self, exc: LoaderFailure) -> None:
+        """No batch came (one process): save the position, which is between two steps, and fail naming it."""
         try:
             saved = self._checkpoint_at_position()
         except BaseException as failure:  # noqa: BLE001 - the full disk is the error now
             self._failed(failure)
-        where = f"; the {self.global_step} steps done are saved in {saved}" if saved else ""
-        error = BatchWaitTimeout(f"{exc}{where}; resume with: nectargan train --resume {self.run_dir.path}")
+        if saved is None:
+            saved = self.last_checkpoint
+        where = (f"; the {self.global_step} steps done are saved in {saved}; resume with: nectargan train --resume "
+                 f"{self.run_dir.path}") if saved else "; no checkpoint was written (no step was done): start again"
+        error = type(exc)(f"{exc}{where}")
         try:
             self.write_status("failed", epoch=self.epochs_done, step=self.global_step,
                               error=f"{type(error).__name__}: {error}", checkpoint=str(saved) if saved else None)
@@ -544,6 +555,9 @@ class Trainer:
     def _failed(self, exc: BaseException) -> None:
         """After an error in the loop: an emergency checkpoint where it helps, status ``failed`` (or
         ``interrupted``), ``on_exception``; then raise (a one-line error for the machine's faults)."""
+        # The run ends: its persistent loader workers go first (a dead one would make torch raise again from its
+        # SIGCHLD handler in the middle of what follows; a stopped one would hold the exit for ever).
+        self._release_train_workers()
         if isinstance(exc, RunLostError):  # the run is another process's now: write nothing more
             self.hook.on_exception(trainer=self, exception=exc)
             raise exc
@@ -584,6 +598,7 @@ class Trainer:
             if self._ending_epoch is not None:  # failed while ending the epoch: resume ends it again
                 payload["epoch"], payload["batch_in_epoch"] = self.epochs_done - 1, self._ending_epoch[0]
                 payload["loop"]["metrics_records"] = self._ending_epoch[1]  # its val/epoch records are redone
+                payload["rng"] = self._ending_epoch[2]  # as the epoch began to end: validation draws again
             save_checkpoint(payload, path)
         except Exception as err:  # noqa: BLE001 - the original error is what matters
             print(f"warning: no emergency checkpoint: {err}", file=sys.stderr)
@@ -609,6 +624,7 @@ class Trainer:
         payload = self.checkpoint_payload()
         payload["epoch"], payload["batch_in_epoch"] = epoch, self._ending_epoch[0]
         payload["loop"]["metrics_records"] = self._ending_epoch[1]
+        payload["rng"] = self._ending_epoch[2]  # the random streams as the epoch began to end: the resume redraws
         path = self.run_dir.checkpoints / RunDir.checkpoint_name(epoch, self.global_step)
         if self.is_main:
             self._check_writer()
@@ -637,6 +653,9 @@ class Trainer:
             where = f"{exc.filename}: " if exc.filename else ""
             fix = "raise the file size limit (ulimit -f)" if exc.errno == errno.EFBIG else "free space"
             return TrainingError(f"{where}cannot write: {exc.strerror}; {fix} or choose another run.output_dir")
+        if isinstance(exc, RuntimeError) and "DataLoader worker" in str(exc) and (
+                "killed by signal" in str(exc) or "exited unexpectedly" in str(exc)):
+            return TrainingError(f"{worker_death(str(exc))} at step {self.global_step + 1}; {self._last_good()}")
         # A collective that failed: by its text, or, for texts no list can foresee ("Application timeout
         # caused pair closure" from DDP's buffer broadcast), by the heartbeats showing a rank that stopped.
         if self.dist.enabled and isinstance(exc, RuntimeError) and (_is_comm_error(exc) or self.dist.peer_stopped()):
@@ -778,7 +797,7 @@ class Trainer:
         metrics = {k: v / max(self._epoch_steps, 1) for k, v in self._epoch_sums.items()}
         # Until on_epoch_end returns, an emergency checkpoint records the epoch as trained but not ended, so
         # that a resume from it validates and ends the epoch (schedules, examples) instead of skipping that.
-        self._ending_epoch = (self.batch_in_epoch, self.metrics_log.records)
+        self._ending_epoch = (self.batch_in_epoch, self.metrics_log.records, rng_state())
         self.epochs_done += 1
         self.batch_in_epoch = 0
         if loop.val_every_epochs and self.epochs_done % loop.val_every_epochs == 0:

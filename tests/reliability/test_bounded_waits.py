@@ -176,19 +176,23 @@ def test_a_stop_signal_while_workers_never_answer_stops_at_once_and_resumes_exac
         assert all(torch.equal(theirs[key], ours[key]) for key in theirs), network
 
 
-def validating(run: Training) -> bool:
-    """Whether validation workers exist (the train loader is cached, so any child is one); stop them at once."""
-    return bool(run.stop_workers())
+def final_networks(run_dir: Path) -> dict:
+    return load_checkpoint(max((run_dir / "checkpoints").glob("epoch0002*.pt")))["state"]
 
 
 @pytest.mark.parametrize("how", ["SIGTERM", "timeout"])
-def test_a_validation_wait_is_bounded_and_a_resume_ends_that_epoch_again(tmp_path, data, how):
-    # The train split is cached in memory (no workers): the only workers are validation's.
+def test_a_validation_wait_is_bounded_and_the_resume_validates_again_exactly(tmp_path, data, how):
+    # One persistent train worker, and one validation worker once validation starts: both are stopped, so the
+    # stop must not wait on the train worker either (it hung in the exit's join).
+    common = ["data.num_workers=1", "data.cache=off", "loop.epochs=2", "data.val.batch_size=1",
+              "checkpoint.every_epochs=null"]
+    straight = run_cli("train", "--trainer", "pix2pix", *settings(data, *common, "run.name=straight"), cwd=tmp_path)
+    assert straight.returncode == 0, straight.stderr
     extra = ["loop.batch_timeout_s=3"] if how == "timeout" else []
-    run = Training(tmp_path, settings(data, "data.num_workers=1", "data.cache=memory", "loop.epochs=2",
-                                      "data.val.batch_size=1", *extra))
+    run = Training(tmp_path, settings(data, *common, *extra))
     try:
-        run.wait_for(lambda: validating(run), "validation")
+        run.wait_for(lambda: len(children(run.process.pid)) >= 2, "validation workers")
+        run.stop_workers()
         if how == "SIGTERM":
             time.sleep(1.0)
             os.kill(run.process.pid, signal.SIGTERM)
@@ -208,6 +212,52 @@ def test_a_validation_wait_is_bounded_and_a_resume_ends_that_epoch_again(tmp_pat
     records = [json.loads(line) for line in (run.run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in records if r["kind"] == "val"] == [0, 1]  # epoch 1's validation once, redone
     assert [r["epoch"] for r in records if r["kind"] == "epoch"] == [0, 1]
+    # the random streams were saved as the epoch began to end: the resumed run is the uninterrupted one
+    theirs, ours = final_networks(tmp_path / "runs" / "straight" / "version_0"), final_networks(run.run_dir)
+    for network in ("generator", "discriminator"):
+        assert all(torch.equal(theirs[network][k], ours[network][k]) for k in theirs[network]), network
+
+
+def test_a_worker_killed_is_one_line_with_the_position_saved(tmp_path, data):
+    run = Training(tmp_path, settings(data, "data.num_workers=2", "data.cache=off", "loop.epochs=50"))
+    try:
+        run.wait_for(lambda: stepped(run.run_dir), "three steps")
+        os.kill(children(run.process.pid)[0], signal.SIGKILL)
+        code, err, _ = run.finish(60)
+        assert code == 1 and "Traceback" not in err, err
+        line = err.strip().splitlines()[-1]
+        assert line.startswith("error: the data loader's worker process (pid ") and "was killed by signal Killed" in line
+        assert "steps done are saved in" in line and "resume with: nectargan train --resume" in line
+        assert status(run.run_dir)["status"] == "failed"
+    finally:
+        run.kill()
+    resumed = run_cli("train", "--resume", str(run.run_dir), "--set", "loop.epochs=1", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+
+
+def test_workers_stopped_before_the_first_step_say_there_is_nothing_to_resume(tmp_path, data):
+    run = Training(tmp_path, settings(data, "data.num_workers=2", "data.cache=off", "loop.batch_timeout_s=2"))
+    try:
+        run.wait_for(lambda: len(run.stop_workers()) >= 2 or bool(run.stopped) and len(run.stopped) >= 2, "workers")
+        code, err, _ = run.finish(60)
+        assert code == 1 and "Traceback" not in err, err
+        assert "no checkpoint was written (no step was done): start again" in err and "resume with" not in err
+        assert not run.left_behind()
+    finally:
+        run.kill()
+
+
+def test_a_stray_sigalrm_does_not_end_a_healthy_run(tmp_path, data):
+    run = Training(tmp_path, settings(data, "data.num_workers=2", "data.cache=off", "loop.epochs=3"))
+    try:
+        run.wait_for(lambda: stepped(run.run_dir), "three steps")
+        for _ in range(3):
+            os.kill(run.process.pid, signal.SIGALRM)
+            time.sleep(0.2)
+        code, err, _ = run.finish(120)
+        assert code == 0, err
+    finally:
+        run.kill()
 
 
 def test_batch_timeout_is_a_bounded_config_value(tmp_path, data):
