@@ -20,7 +20,10 @@ rank publishes a heartbeat in the rendezvous store (:class:`Liveness`), so when
 a wait times out the rank can say which process stopped answering. A rank
 also dies with its launcher (:func:`follow_launcher`): killing ``nectargan
 train --nproc`` (``kill -9``, the OOM killer) sends every rank SIGTERM, which
-stops it gracefully, instead of leaving it training as an orphan.
+stops it gracefully, instead of leaving it training as an orphan; a rank that
+is stopped (SIGSTOP) at that moment is woken by its guard process, and killed
+if it does not end in time. Once the launcher is gone nothing touches its
+store any more, and each rank's last words name the rank they are about.
 
 A single process gets a ``Distributed`` with ``world_size == 1`` whose
 methods are no-ops, so trainers need no special cases.
@@ -43,7 +46,7 @@ from typing import Any, Callable, Optional, TypeVar
 import torch
 
 from .errors import ConfigError, NectarGANError
-from .launch import LAUNCHER_PID_ENV
+from .launch import LAUNCHER_PID_ENV, SHUTDOWN_TIMEOUT_S, proc_state, start_guard
 
 T = TypeVar("T")
 
@@ -88,10 +91,9 @@ class Distributed:
             return cls()
         import torch.distributed as dist
 
-        follow_launcher()
-
         world = int(os.environ["WORLD_SIZE"])
         rank = int(os.environ.get("RANK", "0"))
+        follow_launcher(rank, section.timeout_s + SHUTDOWN_TIMEOUT_S)
         local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         if not dist.is_available():  # pragma: no cover - every Linux build has it
             raise ConfigError("distributed: this torch build has no torch.distributed")
@@ -121,7 +123,12 @@ class Distributed:
         control = dist.new_group(backend="gloo", timeout=timeout)
         attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
         liveness = Liveness.start(rank, world, f"nectargan/attempt{attempt}/alive", section.timeout_s)
-        return cls(world, rank, local_rank, backend, control, section.timeout_s, liveness)
+        joined = cls(world, rank, local_rank, backend, control, section.timeout_s, liveness)
+        # Every rank's pid and host, for naming a rank without the store (which dies with the launcher).
+        peers = joined.gather((os.getpid(), socket.gethostname()))
+        if liveness is not None:
+            liveness.peers = {r: (int(pid), str(host)) for r, (pid, host) in enumerate(peers)}
+        return joined
 
     @property
     def enabled(self) -> bool:
@@ -158,6 +165,9 @@ class Distributed:
         verdict = self.liveness.diagnose() if self.liveness is not None else None
         if verdict:
             return f"rank {self.rank}: {verdict} (waited distributed.timeout_s={self.timeout_s:g} s)"
+        if self.liveness is not None and self.liveness.orphaned():
+            return (f"rank {self.rank}: lost contact with the other processes of this run ({first_line(error)}) "
+                    f"after its launcher (pid {self.liveness.parent}) died")
         return (f"rank {self.rank}: lost contact with the other processes of this run ({first_line(error)}); "
                 "another rank failed (the launcher names it) or took longer than "
                 f"distributed.timeout_s={self.timeout_s:g} s to get here: raise it if a step, validation, a "
@@ -318,6 +328,12 @@ class Liveness:
     frozen machine) or dead stops beating; one whose main thread hangs keeps
     beating at the same step. :meth:`diagnose` reads every rank's heartbeat
     twice, ``2.5 * interval`` apart, and says which of them did not move.
+
+    The store lives in the launcher: once it is gone (:meth:`orphaned`) the
+    thread stops beating and :meth:`diagnose` looks at the other ranks' pids
+    (:attr:`peers`, gathered at the start) in ``/proc`` instead. A write to
+    the dead store printed a C++ backtrace each time (110 lines in 10 s), and
+    the verdict named no rank.
     """
 
     def __init__(self, store: Any, rank: int, world: int, prefix: str, interval: float) -> None:
@@ -328,6 +344,10 @@ class Liveness:
         self.interval = interval
         self.step = 0
         self.host = socket.gethostname()
+        #: The launcher (this process's parent when it started), whose process holds the store.
+        self.parent = os.getppid()
+        #: Every rank's (pid, host), once the process group knows them.
+        self.peers: dict[int, tuple[int, str]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="nectargan-heartbeat", daemon=True)
 
@@ -356,6 +376,10 @@ class Liveness:
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(_store_timeout(self.interval) + 1.0)
 
+    def orphaned(self) -> bool:
+        """Whether the launcher, and with it the store, is gone (this process was reparented)."""
+        return os.getppid() != self.parent
+
     def _key(self, rank: int) -> str:
         return f"{self.prefix}/{rank}"
 
@@ -367,6 +391,8 @@ class Liveness:
         beat = 0
         while not self._stop.wait(self.interval):
             beat += 1
+            if self.orphaned():
+                return  # the store died with the launcher: every write would only print a C++ backtrace
             try:
                 self._publish(beat)
             except Exception:  # noqa: BLE001 - the store went away (launcher gone): nothing to tell anyone
@@ -390,6 +416,8 @@ class Liveness:
         other rank reports that same verdict (a process that was stopped and
         woken up again cannot tell that it was the one that hung).
         """
+        if self.orphaned():
+            return self._diagnose_locally()
         recorded = self._verdict()
         if recorded:
             return recorded
@@ -398,7 +426,9 @@ class Liveness:
             time.sleep(2.5 * self.interval)
             second = self._read()
         except Exception:  # noqa: BLE001
-            return None
+            return self._diagnose_locally() if self.orphaned() else None
+        if self.orphaned():  # the launcher died meanwhile: what the store said (or not) proves nothing
+            return self._diagnose_locally()
         others = [r for r in range(self.world) if r != self.rank]
         if all(first[r] is None and second[r] is None for r in range(self.world)):
             return None  # the store itself is unreachable
@@ -424,6 +454,19 @@ class Liveness:
         except Exception:  # noqa: BLE001
             return verdict
 
+    def _diagnose_locally(self) -> str | None:
+        """After the launcher died: the ranks on this machine that have exited or are stopped, from ``/proc``."""
+        found = []
+        for rank, (pid, host) in sorted(self.peers.items()):
+            if rank == self.rank or host != self.host:
+                continue
+            state = proc_state(pid)[0]
+            if state in ("", "Z", "T", "t"):
+                found.append(_describe_silent(rank, {"pid": pid, "host": host}, self.host))
+        if not found:
+            return None
+        return "; ".join(found) + f" (its launcher, pid {self.parent}, died)"
+
     @property
     def _verdict_key(self) -> str:
         return f"{self.prefix}/verdict"
@@ -447,33 +490,32 @@ def _describe_silent(rank: int, record: dict[str, Any], host: str) -> str:
     """
     pid, where = record.get("pid"), record.get("host", "?")
     name = f"rank {rank} (pid {pid} on {where})" if pid else f"rank {rank}"
-    last = f"last seen at step {record.get('step', '?')}"
+    last = f"last seen at step {record['step']}" if "step" in record else ""
     if where != host or not isinstance(pid, int):
-        return f"{name} stopped answering: no sign of life since the wait began ({last})"
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            state = handle.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return f"{name} has exited ({last})"
-    if state == "Z":
-        return f"{name} has exited ({last})"
+        return f"{name} stopped answering: no sign of life since the wait began ({last or 'never seen'})"
+    state = proc_state(pid)[0]
+    if state in ("", "Z"):
+        return f"{name} has exited" + (f" ({last})" if last else "")
     if state not in ("T", "t"):
-        return f"{name} stopped answering: no sign of life since the wait began ({last})"
+        return f"{name} stopped answering: no sign of life since the wait began ({last or 'never seen'})"
     try:
         os.kill(pid, signal.SIGTERM)
         os.kill(pid, signal.SIGCONT)
     except OSError:
         pass
-    return (f"{name} stopped answering: its process is stopped (SIGSTOP; {last}); "
+    return (f"{name} stopped answering: its process is stopped (SIGSTOP{'; ' + last if last else ''}); "
             "sent it SIGTERM and SIGCONT so that it ends")
 
 
-def follow_launcher() -> None:
+def follow_launcher(rank: int = 0, grace_s: float = SHUTDOWN_TIMEOUT_S) -> None:
     """End this worker with its launcher: on Linux, ask for SIGTERM when the parent process dies.
 
     The SIGTERM stops the rank gracefully (checkpoint, status ``interrupted``).
     Without it, a killed ``--nproc`` launcher (``kill -9``, the OOM killer)
-    left its ranks training on as orphans.
+    left its ranks training on as orphans. A stopped process cannot act on
+    the SIGTERM, and was left stopped for good: a guard process
+    (:func:`nectargan_core.launch.guard`) wakes it and, if it is still there
+    ``grace_s`` after the launcher died, kills it.
     """
     if not sys.platform.startswith("linux"):
         return
@@ -485,3 +527,11 @@ def follow_launcher() -> None:
     launcher = os.environ.get(LAUNCHER_PID_ENV)
     if launcher and launcher.isdigit() and os.getppid() != int(launcher):
         raise DistributedError(f"the launcher (pid {launcher}) ended before this process started; not training")
+    global _guard
+    started_by_agent = bool(launcher and launcher.isdigit()) or "TORCHELASTIC_RUN_ID" in os.environ  # or torchrun
+    if _guard is None and started_by_agent and threading.current_thread() is threading.main_thread():
+        _guard = start_guard(int(launcher) if launcher and launcher.isdigit() else os.getppid(), rank, grace_s)
+
+
+#: This process's guard (kept, so that it is not reaped as garbage while it watches).
+_guard: Any = None

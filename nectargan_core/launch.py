@@ -5,22 +5,27 @@ run in-process (torch.distributed's elastic agent, c10d rendezvous on a free
 local port), with three differences: a failed worker is reported in one line
 that names its rank and exit status (and its own error line, which names the
 rank that stopped answering when that is why it failed); Ctrl-C / SIGTERM
-give the workers time to finish their step and write a checkpoint; and the
-workers know the launcher's pid, so that they end with it
-(:func:`nectargan_core.distributed.follow_launcher`).
+give the workers time to finish their step and write a checkpoint (a worker
+that is stopped, SIGSTOP or Ctrl-Z, is woken up to do so); and the workers
+know the launcher's pid, so that they end with it
+(:func:`nectargan_core.distributed.follow_launcher`), also when one of them
+is stopped as the launcher dies (:func:`guard`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
@@ -41,6 +46,20 @@ EXIT_CODE_DIR_ENV = "NECTARGAN_EXIT_CODE_DIR"
 #: error lines to it).
 LAUNCHER_PID_ENV = "NECTARGAN_LAUNCHER_PID"
 RUNNING = "running"
+#: How often a worker's guard looks whether its launcher is still there (the bound on waking a stopped worker).
+GUARD_POLL_S = 0.2
+#: The files in which guards leave, for rank 0, the line about a worker that was stopped as its launcher died.
+STOPPED_NOTE = "stopped-"
+
+
+def launcher_gone() -> bool:
+    """In a worker of ``nectargan train --nproc``: whether its launcher has died (this process was reparented).
+
+    Nobody reads the launcher's store, error files or exit codes any more: the
+    worker must neither wait for them nor leave its last words there.
+    """
+    launcher = os.environ.get(LAUNCHER_PID_ENV, "")
+    return launcher.isdigit() and os.getppid() != int(launcher)
 
 
 @contextlib.contextmanager
@@ -69,6 +88,33 @@ def recording_exit_code() -> Iterator[None]:
     finally:
         code = 0 if code is None else code if isinstance(code, int) else 1
         _write_quietly(path, str(code))
+        if launcher_gone():
+            _speak_for_the_launcher(Path(folder))
+
+
+def _speak_for_the_launcher(folder: Path) -> None:
+    """Rank 0 at its end, after the launcher died: say which workers were found stopped, and clean up after it.
+
+    The launcher's own last line (naming the rank) will never come, so rank 0
+    makes the last line name the ranks that the guards found stopped (SIGSTOP)
+    as the launcher died, or its own error line when it had left that for the
+    launcher; and it removes the launcher's folder, which a killed launcher
+    leaves behind.
+    """
+    from .text import printable
+
+    for note in sorted(folder.glob(f"{STOPPED_NOTE}*")):
+        try:
+            line = note.read_text(encoding="utf-8").strip()
+        except OSError:
+            continue
+        if line:
+            print(f"note: {printable(line)}", file=sys.stderr, flush=True)
+    own = recorded_error(folder)  # recorded while the launcher lived, which then died before printing it
+    if own is not None and own.get("pid") == os.getpid():
+        line = own["line"] if own["line"].startswith("rank 0:") else f"rank 0: {own['line']}"
+        print(f"error: {printable(line)}", file=sys.stderr, flush=True)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 RUN_DIR_FILE = "run-dir"
@@ -134,20 +180,44 @@ def record_for_launcher(line: str) -> bool:
 
     The agent reads the file when the worker fails, and ``launch`` shows the
     line with the rank's exit status (a rank that timed out names the rank it
-    waited for). Returns whether the line was recorded.
+    waited for). Returns whether the line was recorded, or, once the launcher
+    is gone (nobody would read it), printed here as ``error: rank N: ...``.
     """
-    import json
-    import time
-
     path = os.environ.get("TORCHELASTIC_ERROR_FILE")
     if not path:
         return False
+    rank = os.environ.get("RANK", "0")
+    if launcher_gone():  # no launcher will read it: the rank says it itself, naming itself, in one line
+        from .text import printable
+
+        own = line if line.startswith(f"rank {rank}:") else f"rank {rank}: {line}"
+        print(f"error: {printable(own)}", file=sys.stderr, flush=True)
+        return True
     try:
         with open(path, "w", encoding="utf-8") as handle:
             json.dump({"message": line, "timestamp": int(time.time()), ERROR_KEY: line}, handle)
     except OSError:
         return False
+    folder = os.environ.get(EXIT_CODE_DIR_ENV)
+    if folder:  # also for the launcher's signal path, where the agent hands it no failures to read
+        _write_quietly(Path(folder) / f"error-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}-{rank}",
+                       json.dumps({"rank": int(rank) if rank.isdigit() else 0, "pid": os.getpid(), "line": line}))
     return True
+
+
+def recorded_error(folder: Path) -> Optional[dict[str, Any]]:
+    """The error line rank 0 (else the lowest rank) of the last attempt left for the launcher, or None."""
+    found = []
+    for path in folder.glob("error-*-*"):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        attempt = path.name.split("-")[1]
+        if isinstance(record, dict) and isinstance(record.get("line"), str) and isinstance(record.get("rank"), int) \
+                and attempt.isdigit():
+            found.append(((-int(attempt), record["rank"]), record))
+    return min(found, key=lambda item: item[0])[1] if found else None
 
 
 class LaunchError(NectarGANError):
@@ -177,7 +247,7 @@ def quiet_elastic_loggers() -> None:
 
 
 @contextlib.contextmanager
-def stop_signals_forwarded(signal_exception: type) -> Iterator[list[int]]:
+def stop_signals_forwarded(signal_exception: type) -> Iterator[tuple[list[int], dict[int, int]]]:
     """SIGINT/SIGTERM to the launcher, handled as the ranks handle them.
 
     The agent starts each rank in a process group of its own, so a terminal's
@@ -187,13 +257,22 @@ def stop_signals_forwarded(signal_exception: type) -> Iterator[list[int]]:
     once. Here the first SIGINT or SIGTERM goes to torch's agent as its own
     handler would send it (the agent forwards it to every rank, which stops
     after its step with a checkpoint); a later SIGINT is passed on to the ranks
-    as a SIGINT (each stops at once); a later SIGTERM changes nothing. Yields
-    the signals received, in order.
+    as a SIGINT (each stops at once); a later SIGTERM changes nothing. A rank
+    that is stopped (SIGSTOP, Ctrl-Z) could act on neither and would be
+    killed after the agent's grace period (before its own ``timeout_s``, and
+    the other ranks waiting for it fail): it is sent SIGCONT as well, as
+    systemd does, and its pid and rank are yielded in ``woken``. Yields the
+    signals received, in order, and ``woken``.
     """
     received: list[int] = []
+    woken: dict[int, int] = {}
 
     def handler(signum: int, frame: Any) -> None:
         received.append(signum)
+        for pid in worker_pids():
+            if proc_state(pid)[0] in ("T", "t"):
+                woken[pid] = rank_of(pid)
+                wake(pid)
         if len(received) == 1:
             raise signal_exception(f"Process {os.getpid()} got signal: {signum}", sigval=signal.Signals(signum))
         if signum == signal.SIGINT:
@@ -204,12 +283,12 @@ def stop_signals_forwarded(signal_exception: type) -> Iterator[list[int]]:
                     pass
 
     if threading.current_thread() is not threading.main_thread():  # no signals here: torch's own handling
-        yield received
+        yield received, woken
         return
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, handler)
     try:
-        yield received
+        yield received, woken
     finally:
         settle()  # the ranks are gone and the outcome is decided: a late signal must not change the exit code
 
@@ -237,6 +316,164 @@ def worker_pids() -> list[int]:
     return pids
 
 
+def proc_state(pid: int) -> tuple[str, int]:
+    """Process ``pid``'s state letter (``R``, ``S``, ``T`` stopped, ``Z``...) and parent pid; ``("", 0)`` if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[1])
+    except (OSError, IndexError, ValueError):
+        return "", 0
+
+
+def rank_of(pid: int) -> int:
+    """The ``RANK`` in the environment of worker ``pid`` (-1 when it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            for item in handle.read().split(b"\0"):
+                if item.startswith(b"RANK=") and item[5:].isdigit():
+                    return int(item[5:])
+    except OSError:
+        pass
+    return -1
+
+
+def wake(pid: int) -> None:
+    """SIGCONT to process ``pid``, and to its process group when it leads one (its stopped DataLoader workers)."""
+    try:
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGCONT)
+        else:
+            os.kill(pid, signal.SIGCONT)
+    except OSError:
+        pass
+
+
+def start_guard(launcher: int, rank: int, grace_s: float) -> Optional[subprocess.Popen]:
+    """Start this worker's :func:`guard`: a small process that ends the worker if its launcher dies while it is stopped.
+
+    Only the main thread may start it: it ends on its own once this process
+    is gone (it watches its parent pid rather than relying on
+    ``PR_SET_PDEATHSIG``, which fires when the thread that started it ends).
+    Its own session keeps it out of signals to this worker's process group
+    (``kill -STOP -PGID``, the agent's SIGTERM): it must still run when they
+    stop or end the worker. None when it cannot be started.
+    """
+    code = "import sys; from nectargan_core.launch import guard; guard(sys.argv[1:])"
+    try:
+        return subprocess.Popen([sys.executable, "-c", code, str(os.getpid()), str(launcher), str(rank),
+                                 f"{grace_s:g}"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                start_new_session=True, close_fds=True)
+    except OSError:
+        return None
+
+
+def guard(argv: Sequence[str]) -> None:
+    """Watch one worker (the parent of this process) and its launcher; after the launcher dies, end the worker.
+
+    ``argv``: the worker's pid, its launcher's pid, its rank and the grace
+    period in seconds. A worker ends with its launcher by the SIGTERM of
+    ``PR_SET_PDEATHSIG``, unless it is stopped (SIGSTOP, a debugger, Ctrl-Z
+    of its group): a stopped process cannot act on it and stayed stopped for
+    good, and the others waited for it. Within :data:`GUARD_POLL_S` of the
+    launcher's death the guard sends the worker SIGTERM and SIGCONT (so it
+    stops gracefully with the others, and a stopped rank 0 still writes its
+    checkpoint and ``status.json``), wakes it again whenever it is stopped
+    again, and kills it (SIGKILL, with its process group) if it is still
+    there ``grace_s`` later. It never waits longer, whatever state the
+    worker is in.
+    """
+    worker, launcher, rank, grace_s = int(argv[0]), int(argv[1]), int(argv[2]), float(argv[3])
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)  # the guard ends with its worker, not with a signal meant for others
+    while True:
+        if os.getppid() != worker:
+            return  # the worker has ended: nothing to guard
+        state, parent = proc_state(worker)
+        if parent != launcher:
+            break
+        time.sleep(GUARD_POLL_S)
+    name = f"rank {rank} (pid {worker})"
+    try:
+        os.kill(worker, signal.SIGTERM)  # as PR_SET_PDEATHSIG sent it, in case that did not (a stop changes nothing)
+    except OSError:
+        return
+    wake(worker)
+    if state in ("T", "t"):
+        _leave_note(rank, f"{name} was stopped (SIGSTOP) when its launcher (pid {launcher}) died: sent it SIGTERM and "
+                    "SIGCONT so that it stopped with the others")
+    deadline = time.monotonic() + grace_s
+    while os.getppid() == worker:
+        if time.monotonic() >= deadline:
+            _kill_worker(worker, rank, name, launcher, grace_s)
+            return
+        if proc_state(worker)[0] in ("T", "t"):
+            wake(worker)  # stopped again: a stopped process must not outlive its launcher either
+        time.sleep(GUARD_POLL_S)
+
+
+def _leave_note(rank: int, line: str) -> None:
+    """A guard's line for rank 0, which prints it last (:func:`_speak_for_the_launcher`); printed here without it."""
+    folder = os.environ.get(EXIT_CODE_DIR_ENV)
+    if folder:
+        try:
+            (Path(folder) / f"{STOPPED_NOTE}{rank:06d}").write_text(line, encoding="utf-8")
+            return
+        except OSError:
+            pass
+    print(f"note: {line}", file=sys.stderr, flush=True)
+
+
+def _kill_worker(worker: int, rank: int, name: str, launcher: int, grace_s: float) -> None:
+    """SIGKILL a worker that did not stop within the grace period; rank 0 can no longer say so in ``status.json``."""
+    try:
+        if os.getpgid(worker) == worker:
+            os.killpg(worker, signal.SIGKILL)  # its DataLoader workers too, even stopped ones
+        else:
+            os.kill(worker, signal.SIGKILL)
+    except OSError:
+        pass
+    line = (f"{name} did not stop within {grace_s:g} s after its launcher (pid {launcher}) died: killed it "
+            "(SIGKILL); checkpoints already written are kept")
+    if rank == 0:
+        line += _mark_failed(worker, line)
+    print(f"error: {line}", file=sys.stderr, flush=True)
+
+
+def _mark_failed(worker: int, line: str) -> str:
+    """``status.json`` of the run that killed rank 0 was writing: ``failed`` instead of ``running`` for good."""
+    folder = os.environ.get(EXIT_CODE_DIR_ENV)
+    try:
+        noted = (Path(folder) / RUN_DIR_FILE).read_text(encoding="utf-8").strip() if folder else ""
+    except OSError:
+        noted = ""
+    if not noted:
+        return ""
+    from .rundir import RunDir
+    from .runlock import RunLock
+
+    for _ in range(50):  # the kernel releases the dead worker's lock as it exits
+        if proc_state(worker)[0] in ("", "Z"):
+            break
+        time.sleep(0.1)
+    try:
+        lock = RunLock.acquire(noted, record=False)  # a resume started meanwhile owns the run: leave it alone
+    except Exception:  # noqa: BLE001
+        return ""
+    try:
+        run = RunDir(Path(noted))
+        status = run.read_status()
+        if status.get("status") != RUNNING:
+            return ""
+        fields = {key: status[key] for key in ("epoch", "step", "first_step_at") if key in status}
+        run.write_status("failed", **fields, error=line)
+    except Exception:  # noqa: BLE001
+        return ""
+    finally:
+        lock.release()
+    return f"; {run.status_file} says failed"
+
+
 def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> int:
     """Run ``python -m nectargan_core <worker_args>`` in ``nproc`` processes; the exit code to use.
 
@@ -254,6 +491,10 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
     if "OMP_NUM_THREADS" not in os.environ:  # as torchrun: share the cores between the processes
         os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // nproc))
     os.environ[LAUNCHER_PID_ENV] = str(os.getpid())
+    if not os.environ.get("NECTARGAN_DEBUG"):
+        # torch's C++ warnings carry a backtrace each (a heartbeat that met a dead store printed 110 lines):
+        # a rank's faults reach the user as one line each, from us. Set TORCH_CPP_LOG_LEVEL to see them.
+        os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
     quiet_elastic_loggers()
     options = dict(
         min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=str(uuid.uuid4()),
@@ -273,8 +514,9 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
     codes = Path(tempfile.mkdtemp(prefix="nectargan-launch-"))
     os.environ[EXIT_CODE_DIR_ENV] = str(codes)
     received: list[int] = []
+    woken: dict[int, int] = {}
     try:
-        with stop_signals_forwarded(SignalException) as received:
+        with stop_signals_forwarded(SignalException) as (received, woken):
             elastic_launch(config, sys.executable)("-m", "nectargan_core", *worker_args)
     except ChildFailedError as exc:
         rank, failure = min(exc.failures.items(), key=lambda item: item[1].timestamp)
@@ -294,6 +536,11 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
             + "; the other processes were stopped" + resume_hint(codes, nproc)) from None
     except SignalException as exc:
         ended = rank0_exit_code(codes)
+        failed = recorded_error(codes) if ended not in (None, 0, *EXIT_CODES.values()) else None
+        if failed is not None:  # rank 0 failed while stopping: its line, as for any failure
+            rank, pid, line = failed.get("rank"), failed.get("pid"), failed["line"]
+            raise LaunchError(f"rank {rank} (pid {pid}) failed while stopping: {line.removeprefix(f'rank {rank}: ')}; "
+                              "the other processes were stopped" + resume_hint(codes, nproc)) from None
         if ended is not None:  # rank 0 ended first (finished: 0; stopped by this signal: 130/143)
             return ended
         if signal.SIGINT in received[1:]:  # a later Ctrl-C stopped the ranks at once, as it does one process
@@ -302,4 +549,7 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
     finally:
         os.environ.pop(EXIT_CODE_DIR_ENV, None)
         shutil.rmtree(codes, ignore_errors=True)
+        for pid, rank in woken.items():  # last: the line that says why a process someone had stopped went on
+            print(f"note: rank {rank} (pid {pid}) was stopped (SIGSTOP) when the run was asked to stop: sent it "
+                  "SIGCONT so that it stopped with the others", file=sys.stderr, flush=True)
     return 0
