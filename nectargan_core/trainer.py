@@ -1154,7 +1154,8 @@ class Trainer:
             return
         then = f"batch {self.batch_in_epoch}" + (f" of {saved.batches}" if saved.batches else "")
         undo = ("undo the --set that changed it" if resized or (change is not None and change.reordered)
-                else "put the files back as they were")
+                else "restore the data or undo the --set that changed it" if change is not None
+                and change.unit == "sample" else "put the files back as they were")
         if not go_on:
             raise CheckpointError(
                 f"the train data changed since this checkpoint ({what}): its position, epoch {epoch} {then}, "

@@ -254,3 +254,23 @@ def test_a_listing_round_trips_through_a_checkpoint_record_and_refuses_wrong_sha
                                                                         "mtimes": [1]},
                 {"names": [b"a"], "sizes": [1], "mtimes": [1]}):
         assert SplitListing.from_record(bad) is None
+
+
+def test_under_nproc_a_refused_resume_is_one_line_that_does_not_offer_to_continue(tmp_path):
+    """The toy dataset lists no files: its length is compared. The launcher's line must not say "continue with"
+    (that resume is refused the same way)."""
+    toy = ["--trainer", "toy", "--set", "run.device=cpu", "--set", "visualizers=[]", "--set", "toy.samples=64",
+           "--set", "toy.batch_size=4", "--set", "loop.epochs=2", "--set", "checkpoint.every_steps=1",
+           "--set", "run.output_dir=runs"]
+    first = run_cli("train", *toy, "--set", "loop.max_steps=3", "--nproc", "2", cwd=tmp_path, timeout=300)
+    assert first.returncode == 0, first.stderr
+    run_dir = tmp_path / "runs" / "run" / "version_0"
+    before = run_files(run_dir)
+    refused = run_cli("train", "--resume", str(run_dir), "--set", "toy.samples=60", "--nproc", "2", cwd=tmp_path,
+                      timeout=300)
+    assert refused.returncode == 1, refused.stderr
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in refused.stderr, refused.stderr
+    assert "(64 samples then, 60 now)" in lines[0] and "restore the data or undo the --set" in lines[0]
+    assert "continue with" not in lines[0]
+    assert run_files(run_dir) == before
