@@ -213,17 +213,14 @@ STATES = {"T": "stopped (SIGSTOP or a debugger)", "t": "stopped by a debugger",
 
 def worker_states(iterator: Any) -> str:
     """``worker pid 123 is stopped (SIGSTOP or a debugger), pid 124 is waiting``: what the workers are doing."""
+    from .launch import proc_state  # launch imports signals, which imports this module
+
     parts = []
     for process in getattr(iterator, "_workers", ()):
         pid = getattr(process, "pid", None)
-        if pid is None:
-            continue
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as stat:
-                state = stat.read().rsplit(b")", 1)[1].split()[0].decode()
-        except (OSError, IndexError, UnicodeDecodeError):
-            continue
-        parts.append(f"pid {pid} is {STATES.get(state, state)}")
+        state = proc_state(pid)[0] if pid is not None else ""
+        if state:
+            parts.append(f"pid {pid} is {STATES.get(state, state)}")
     return ("worker " + ", ".join(parts)) if parts else ""
 
 

@@ -521,7 +521,6 @@ class Trainer:
             self._checkpoint_at_position()
             self._end()
         except LoaderFailure as exc:
-            self._release_train_workers()
             if self.dist.enabled:  # the other processes wait in a collective: no checkpoint of all of them now
                 self._failed(exc)
             self._timed_out(exc)
@@ -536,6 +535,7 @@ class Trainer:
 
     def _timed_out(self, exc: LoaderFailure) -> None:
         """No batch came (one process): save the position, which is between two steps, and fail naming it."""
+        self._release_train_workers()
         try:
             saved = self._checkpoint_at_position()
         except BaseException as failure:  # noqa: BLE001 - the full disk is the error now
@@ -594,12 +594,7 @@ class Trainer:
         path = self.run_dir.checkpoints / f"emergency-step{self.global_step:08d}.pt"
         try:
             self._check_finite(alone=True)  # the other processes may be anywhere: wait for none of them
-            payload = self.checkpoint_payload(gather=False)
-            if self._ending_epoch is not None:  # failed while ending the epoch: resume ends it again
-                payload["epoch"], payload["batch_in_epoch"] = self.epochs_done - 1, self._ending_epoch[0]
-                payload["loop"]["metrics_records"] = self._ending_epoch[1]  # its val/epoch records are redone
-                payload["rng"] = self._ending_epoch[2]  # as the epoch began to end: validation draws again
-            save_checkpoint(payload, path)
+            save_checkpoint(self._payload_at_position(gather=False), path)
         except Exception as err:  # noqa: BLE001 - the original error is what matters
             print(f"warning: no emergency checkpoint: {err}", file=sys.stderr)
             return None
@@ -621,10 +616,7 @@ class Trainer:
         epoch = self.epochs_done - 1
         if self._saved_at == (epoch, self.global_step):  # saved at this step before the epoch began to end
             return self.last_checkpoint
-        payload = self.checkpoint_payload()
-        payload["epoch"], payload["batch_in_epoch"] = epoch, self._ending_epoch[0]
-        payload["loop"]["metrics_records"] = self._ending_epoch[1]
-        payload["rng"] = self._ending_epoch[2]  # the random streams as the epoch began to end: the resume redraws
+        payload = self._payload_at_position()
         path = self.run_dir.checkpoints / RunDir.checkpoint_name(epoch, self.global_step)
         if self.is_main:
             self._check_writer()
@@ -634,6 +626,17 @@ class Trainer:
         self._checkpoint_due = False
         self._prune()
         return path
+
+    def _payload_at_position(self, gather: bool = True) -> dict[str, Any]:
+        """The checkpoint payload of this position; while an epoch ends, the epoch as trained but not ended (its
+        batches, the metrics records and the random streams from before its end), so a resume ends it again."""
+        payload = self.checkpoint_payload(gather=gather)
+        if self._ending_epoch is not None:
+            batches, records, rng = self._ending_epoch
+            payload["epoch"], payload["batch_in_epoch"] = self.epochs_done - 1, batches
+            payload["loop"]["metrics_records"] = records  # its val/epoch records are redone
+            payload["rng"] = rng  # validation draws the same numbers again
+        return payload
 
     def _user_error(self, exc: BaseException) -> NectarGANError | None:
         """A one-line error for faults of the machine rather than the code (memory, disk), else None.
@@ -1109,7 +1112,6 @@ class Trainer:
         self.records_dropped = self.metrics_log.truncate_to(int(loop.get("metrics_records", 0)))
         self.hook.on_resume(trainer=self, checkpoint=checkpoint, step=self.global_step)
         return checkpoint
-
 
     def _check_train_data(self, record: Any, go_on: bool, *, same_world: bool = True) -> None:
         """Compare the train data with what the checkpoint's position referred to (before anything is changed).

@@ -115,6 +115,15 @@ def rank_pids(launcher: int) -> dict[int, int]:
     return found
 
 
+def state(pid: int) -> str:
+    """``/proc``'s state letter of ``pid`` (``T``: stopped), or ``gone``."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
 def alive(pid: int) -> bool:
     """Whether process ``pid`` exists and is not a zombie (from /proc)."""
     try:

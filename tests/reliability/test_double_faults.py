@@ -26,7 +26,7 @@ import pytest
 import torch
 
 from nectargan_core.checkpoint import load_checkpoint, verify_checkpoint
-from support import make_fake_dist, rank_pids, run_cli, start_cli
+from support import make_fake_dist, rank_pids, run_cli, start_cli, state
 
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available() or not sys.platform.startswith("linux"),
                                 reason="torch.distributed and /proc needed")
@@ -36,15 +36,6 @@ TIMEOUT_S = 5
 #: 0.2 s; then one step, the stop agreement, a checkpoint and interpreter teardown, on a busy 2-core machine).
 END_S = 30
 CPP_TEXT = ("frame #", "Exception raised from", "TCPStore.cpp", "(most recent call first)", "Traceback")
-
-
-def state(pid: int) -> str:
-    """``/proc``'s state letter of ``pid`` (``T``: stopped), or ``gone``."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
 
 
 def descendants(root: int) -> set[int]:

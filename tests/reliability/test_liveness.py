@@ -29,7 +29,7 @@ import torch
 
 from nectargan_core.checkpoint import load_checkpoint
 from series import long_series
-from support import alive, make_fake_dist, rank_pids, run_cli, start_cli
+from support import alive, make_fake_dist, rank_pids, run_cli, start_cli, state
 
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed unavailable")
 
@@ -72,14 +72,6 @@ def wait_for_the_end(launcher: subprocess.Popen, ranks: dict[int, int]) -> tuple
     while any(alive(pid) for pid in ranks.values()) and time.monotonic() < gone:
         time.sleep(0.1)
     return stderr, took, [rank for rank, pid in ranks.items() if alive(pid)]
-
-
-def state(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
 
 
 def stop_one_rank(tmp_path: Path, stopped: int, where: str) -> None:
