@@ -46,7 +46,8 @@ from typing import Any, Callable, Optional, TypeVar
 import torch
 
 from .errors import ConfigError, NectarGANError
-from .launch import LAUNCHER_PID_ENV, SHUTDOWN_TIMEOUT_S, proc_state, start_guard
+from .launch import LAUNCHER_PID_ENV, SHUTDOWN_TIMEOUT_S, start_guard
+from .procfs import proc_state
 
 T = TypeVar("T")
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
 from .errors import NectarGANError
+from .procfs import proc_state
 from .signals import EXIT_CODES, settle
 
 #: Seconds the agent waits for workers to stop after a signal before killing them.
@@ -314,16 +315,6 @@ def worker_pids() -> list[int]:
             except OSError:
                 continue
     return pids
-
-
-def proc_state(pid: int) -> tuple[str, int]:
-    """Process ``pid``'s state letter (``R``, ``S``, ``T`` stopped, ``Z``...) and parent pid; ``("", 0)`` if gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-        return fields[0], int(fields[1])
-    except (OSError, IndexError, ValueError):
-        return "", 0
 
 
 def rank_of(pid: int) -> int:
