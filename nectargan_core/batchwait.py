@@ -24,9 +24,12 @@ from contextlib import contextmanager
 from typing import Any, Iterable, Iterator
 
 from .errors import TrainingError
+from .procfs import describe_state, proc_state
 
 #: How long (s) killed workers get to be reaped before the run goes on exiting.
 REAP_S = 2.0
+#: How long (s) a failed fetch from a worker looks for that worker's death before taking the error as its own.
+DEATH_S = 1.0
 
 
 class StopWhileWaiting(BaseException):
@@ -125,7 +128,7 @@ def bounded(loader: Iterable[Any], timeout_s: float, *, interrupt: bool = True, 
             # A batch's tensors come from its worker over a socket, and torch checks its workers when a wait
             # fails: either way a dead worker is what to report.
             stuck = iterator if iterator is not None else getattr(source, "_iterator", None)
-            dead = [p for p in getattr(stuck, "_workers", ()) if _ended(p)]
+            dead = _dead_workers(stuck, DEATH_S if isinstance(exc, (OSError, EOFError)) else 0.0)
             if dead:
                 kill_workers(stuck)
                 code = dead[0].exitcode
@@ -187,6 +190,21 @@ def _keep_sigchld(before: Any) -> None:
         signal.signal(signal.SIGCHLD, before if before is not None else signal.SIG_DFL)
 
 
+def _dead_workers(iterator: Any, wait_s: float) -> list[Any]:
+    """The iterator's workers that have ended, looking for up to ``wait_s`` until one has.
+
+    A worker's sockets close as it dies, a moment before it can be reaped:
+    a batch being fetched from it fails with "connection reset" while its
+    exit code is not known yet.
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        dead = [p for p in getattr(iterator, "_workers", ()) if _ended(p)]
+        if dead or time.monotonic() >= deadline:
+            return dead
+        time.sleep(0.02)
+
+
 def _ended(process: Any) -> bool:
     try:
         return process.exitcode is not None
@@ -206,21 +224,14 @@ def _nothing() -> Iterator[None]:
     yield
 
 
-#: /proc/PID/stat states, as a user would read them.
-STATES = {"T": "stopped (SIGSTOP or a debugger)", "t": "stopped by a debugger",
-          "D": "waiting on a disk or network file system", "Z": "exited", "R": "running", "S": "waiting"}
-
-
 def worker_states(iterator: Any) -> str:
     """``worker pid 123 is stopped (SIGSTOP or a debugger), pid 124 is waiting``: what the workers are doing."""
-    from .launch import proc_state  # launch imports signals, which imports this module
-
     parts = []
     for process in getattr(iterator, "_workers", ()):
         pid = getattr(process, "pid", None)
         state = proc_state(pid)[0] if pid is not None else ""
         if state:
-            parts.append(f"pid {pid} is {STATES.get(state, state)}")
+            parts.append(f"pid {pid} is {describe_state(state)}")
     return ("worker " + ", ".join(parts)) if parts else ""
 
 
