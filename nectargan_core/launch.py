@@ -19,6 +19,7 @@ import dataclasses
 import json
 import logging
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -51,6 +52,10 @@ RUNNING = "running"
 GUARD_POLL_S = 0.2
 #: The files in which guards leave, for rank 0, the line about a worker that was stopped as its launcher died.
 STOPPED_NOTE = "stopped-"
+#: Set in the ranks when the launcher's watchman runs (it, not rank 0, then speaks for a launcher that died).
+WATCHMAN_ENV = "NECTARGAN_WATCHMAN_PID"
+#: What the launcher tells its watchman as it ends normally; the pipe closing without it is the launcher's death.
+WATCHMAN_DONE = b"done"
 
 
 def launcher_gone() -> bool:
@@ -89,33 +94,55 @@ def recording_exit_code() -> Iterator[None]:
     finally:
         code = 0 if code is None else code if isinstance(code, int) else 1
         _write_quietly(path, str(code))
-        if launcher_gone():
+        if launcher_gone() and not os.environ.get(WATCHMAN_ENV):  # else the watchman speaks, once all ranks ended
             _speak_for_the_launcher(Path(folder))
 
 
-def _speak_for_the_launcher(folder: Path) -> None:
-    """Rank 0 at its end, after the launcher died: say which workers were found stopped, and clean up after it.
+def _speak_for_the_launcher(folder: Path, launcher: Optional[int] = None, nproc: int = 0) -> None:
+    """After the launcher died: the lines it would have printed, and the cleaning up of its folder.
 
-    The launcher's own last line (naming the rank) will never come, so rank 0
-    makes the last line name the ranks that the guards found stopped (SIGSTOP)
-    as the launcher died, or its own error line when it had left that for the
-    launcher; and it removes the launcher's folder, which a killed launcher
-    leaves behind.
+    Said by the launcher's watchman once every rank has ended (``launcher``
+    and ``nproc`` given), else by rank 0 at its end: the error line a rank
+    left for the launcher in the last attempt (it died before printing it),
+    then, from the watchman, that the launcher died and what can be resumed,
+    then the ranks the guards found stopped (SIGSTOP) as the launcher died.
+    The launcher's folder, which a killed launcher leaves behind, is removed.
     """
     from .text import printable
 
+    def say(line: str) -> None:
+        try:
+            print(printable(line), file=sys.stderr, flush=True)
+        except (OSError, ValueError):  # the terminal is gone too: the files say it
+            pass
+
+    own = recorded_error(folder, attempt=_last_attempt(folder))  # recorded while the launcher lived
+    if launcher is not None:
+        hint = resume_hint(folder, nproc) or "; it had not made its run directory yet: nothing to resume"
+        if own is not None:  # the line the launcher would have printed, had it lived
+            rank = own["rank"]
+            say(f"error: rank {rank} (pid {own.get('pid')}) failed: {own['line'].removeprefix(f'rank {rank}: ')}; "
+                f"its launcher (pid {launcher}) died before printing this" + hint)
+        else:
+            say(f"error: the launcher of this --nproc {nproc} run (pid {launcher}) died (killed, or the out-of-memory "
+                "killer) and every rank ended with it" + hint)
+    elif own is not None and own.get("pid") == os.getpid():
+        line = own["line"] if own["line"].startswith("rank 0:") else f"rank 0: {own['line']}"
+        say(f"error: {line}")
     for note in sorted(folder.glob(f"{STOPPED_NOTE}*")):
         try:
             line = note.read_text(encoding="utf-8").strip()
         except OSError:
             continue
         if line:
-            print(f"note: {printable(line)}", file=sys.stderr, flush=True)
-    own = recorded_error(folder)  # recorded while the launcher lived, which then died before printing it
-    if own is not None and own.get("pid") == os.getpid():
-        line = own["line"] if own["line"].startswith("rank 0:") else f"rank 0: {own['line']}"
-        print(f"error: {printable(line)}", file=sys.stderr, flush=True)
+            say(f"note: {line}")
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def _last_attempt(folder: Path) -> Optional[int]:
+    """The number of the launcher's last attempt that started a rank 0 (``exit-N``), or None."""
+    numbers = [int(p.name[5:]) for p in folder.glob("exit-*") if p.name[5:].isdigit()]
+    return max(numbers, default=None)
 
 
 RUN_DIR_FILE = "run-dir"
@@ -206,18 +233,18 @@ def record_for_launcher(line: str) -> bool:
     return True
 
 
-def recorded_error(folder: Path) -> Optional[dict[str, Any]]:
-    """The error line rank 0 (else the lowest rank) of the last attempt left for the launcher, or None."""
+def recorded_error(folder: Path, attempt: Optional[int] = None) -> Optional[dict[str, Any]]:
+    """The error line rank 0 (else the lowest rank) of the last attempt (or of ``attempt``) left for the launcher."""
     found = []
     for path in folder.glob("error-*-*"):
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        attempt = path.name.split("-")[1]
+        number = path.name.split("-")[1]
         if isinstance(record, dict) and isinstance(record.get("line"), str) and isinstance(record.get("rank"), int) \
-                and attempt.isdigit():
-            found.append(((-int(attempt), record["rank"]), record))
+                and number.isdigit() and (attempt is None or int(number) == attempt):
+            found.append(((-int(number), record["rank"]), record))
     return min(found, key=lambda item: item[0])[1] if found else None
 
 
@@ -384,23 +411,205 @@ def guard(argv: Sequence[str]) -> None:
         if parent != launcher:
             break
         time.sleep(GUARD_POLL_S)
-    name = f"rank {rank} (pid {worker})"
-    try:
-        os.kill(worker, signal.SIGTERM)  # as PR_SET_PDEATHSIG sent it, in case that did not (a stop changes nothing)
-    except OSError:
-        return
-    wake(worker)
-    if state in ("T", "t"):
-        _leave_note(rank, f"{name} was stopped (SIGSTOP) when its launcher (pid {launcher}) died: sent it SIGTERM and "
-                    "SIGCONT so that it stopped with the others")
+    _see_off({worker: rank}, launcher, grace_s, lambda pid: os.getppid() == pid, {worker: state})
+
+
+def _see_off(workers: dict[int, int], launcher: int, grace_s: float, alive: Any,
+             states: Optional[dict[int, str]] = None) -> None:
+    """End ``workers`` (pid -> rank), whose launcher died: SIGTERM and SIGCONT now, SIGKILL after ``grace_s``.
+
+    Each is sent SIGTERM (as ``PR_SET_PDEATHSIG`` sent it, in case that did
+    not: a stop changes nothing) and woken, so that it stops gracefully with
+    the others; one found stopped leaves a note for the last lines; one
+    stopped again is woken again; one still ``alive(pid)`` after ``grace_s``
+    is killed with its process group.
+    """
+    left = {}
+    for worker, rank in workers.items():
+        state = (states or {}).get(worker) or proc_state(worker)[0]
+        try:
+            os.kill(worker, signal.SIGTERM)
+        except OSError:
+            continue
+        wake(worker)
+        if state in ("T", "t"):
+            _leave_note(rank, f"rank {rank} (pid {worker}) was stopped (SIGSTOP) when its launcher (pid {launcher}) "
+                        "died: sent it SIGTERM and SIGCONT so that it stopped with the others")
+        left[worker] = rank
     deadline = time.monotonic() + grace_s
-    while os.getppid() == worker:
-        if time.monotonic() >= deadline:
-            _kill_worker(worker, rank, name, launcher, grace_s)
-            return
-        if proc_state(worker)[0] in ("T", "t"):
-            wake(worker)  # stopped again: a stopped process must not outlive its launcher either
-        time.sleep(GUARD_POLL_S)
+    while left:
+        for worker, rank in list(left.items()):
+            if not alive(worker):
+                del left[worker]
+            elif time.monotonic() >= deadline:
+                _kill_worker(worker, rank, f"rank {rank} (pid {worker})", launcher, grace_s)
+                del left[worker]
+            elif proc_state(worker)[0] in ("T", "t"):
+                wake(worker)  # stopped again: a stopped process must not outlive its launcher either
+        if left:
+            time.sleep(GUARD_POLL_S)
+
+
+def start_watchman(folder: Path, nproc: int) -> Optional[tuple[subprocess.Popen, int]]:
+    """Start the launcher's :func:`watchman`; returns it and the pipe to end it with (:func:`end_watchman`).
+
+    Started before the ranks, in its own session (signals to the launcher's
+    group do not reach it), it covers what the ranks' guards cannot: a rank
+    stopped before its guard started, and the launcher's last lines. None
+    when it cannot be started (the guards and ``PR_SET_PDEATHSIG`` remain).
+    """
+    read, write = os.pipe()
+    code = "import sys; from nectargan_core.launch import watchman; watchman(sys.argv[1:])"
+    try:
+        process = subprocess.Popen([sys.executable, "-c", code, str(os.getpid()), str(folder), str(nproc)],
+                                   stdin=read, stdout=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+    except OSError:
+        os.close(write)
+        return None
+    finally:
+        os.close(read)
+    return process, write
+
+
+def end_watchman(handle: Optional[tuple[subprocess.Popen, int]]) -> None:
+    """Tell the watchman the launcher ends normally (it then ends without a word), and reap it."""
+    if handle is None:
+        return
+    process, write = handle
+    try:
+        os.write(write, WATCHMAN_DONE)
+    except OSError:
+        pass
+    os.close(write)
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # stopped by someone: it must not hold the launcher's exit
+        pass
+
+
+def watchman(argv: Sequence[str]) -> None:
+    """Watch the launcher (``argv``: its pid, its folder, the number of ranks); after it dies, see the ranks off.
+
+    The launcher holds the write end of this process's stdin: the pipe
+    closing without :data:`WATCHMAN_DONE` is its death, seen at once. Until
+    then the watchman notes the launcher's ranks every :data:`GUARD_POLL_S`
+    (its children with a ``RANK``). After: a rank without a guard (stopped
+    before its guard started, or still starting) is sent SIGTERM and
+    SIGCONT and killed after :data:`SHUTDOWN_TIMEOUT_S`; guarded ranks are
+    left to their guards, with a SIGKILL if they are still there 10 s after
+    their guard's own grace period. Once every rank has ended it prints the
+    launcher's last lines (:func:`_speak_for_the_launcher`) and marks a
+    ``status.json`` left ``running`` (or never written) ``failed``.
+    """
+    launcher, folder, nproc = int(argv[0]), Path(argv[1]), int(argv[2])
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)  # it ends with its launcher, not with a signal meant for the run
+    ranks: dict[int, int] = {}
+    heard = b""
+    while True:
+        readable = select.select([0], [], [], GUARD_POLL_S)[0]
+        if readable:
+            try:
+                chunk = os.read(0, 64)
+            except OSError:
+                chunk = b""
+            if chunk:
+                heard += chunk
+                continue
+            if WATCHMAN_DONE in heard:
+                return  # the launcher ended normally and said what there was to say
+            break
+        ranks.update(_ranks_of(launcher))
+    ranks.update(_ranks_of(launcher))  # a launcher killed by a signal is gone from /proc by now: kept from before
+    ranks = {pid: rank for pid, rank in ranks.items() if _of_launcher(pid, launcher)}
+    graces = {pid: _guard_grace(pid) for pid in ranks}
+    unguarded = {pid: rank for pid, rank in ranks.items() if graces[pid] is None}
+    alive = lambda pid: _of_launcher(pid, launcher)  # noqa: E731 - reparented: gone or a zombie is the end
+    worker = threading.Thread(target=_see_off, args=(unguarded, launcher, SHUTDOWN_TIMEOUT_S, alive), daemon=True)
+    worker.start()
+    guarded = {pid: rank for pid, rank in ranks.items() if graces[pid] is not None}
+    _see_off_guarded(guarded, graces, launcher, alive)
+    worker.join()
+    _mark_unfinished(folder, launcher, nproc)
+    _speak_for_the_launcher(folder, launcher, nproc)
+
+
+def _see_off_guarded(ranks: dict[int, int], graces: dict[int, Optional[float]], launcher: int, alive: Any) -> None:
+    """Wait for guarded ranks to end; kill one still there 10 s after its guard's grace (its guard was stopped)."""
+    start = time.monotonic()
+    while ranks:
+        for pid, rank in list(ranks.items()):
+            if not alive(pid):
+                del ranks[pid]
+            elif time.monotonic() - start > (graces[pid] or 0.0) + 10:
+                _kill_worker(pid, rank, f"rank {rank} (pid {pid})", launcher, (graces[pid] or 0.0) + 10)
+                del ranks[pid]
+        if ranks:
+            time.sleep(GUARD_POLL_S)
+
+
+def _ranks_of(launcher: int) -> dict[int, int]:
+    """The launcher's children that are ranks (they have a ``RANK``): pid -> rank."""
+    found = {}
+    try:
+        tasks = os.listdir(f"/proc/{launcher}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{launcher}/task/{task}/children") as handle:
+                children = [int(pid) for pid in handle.read().split()]
+        except (OSError, ValueError):
+            continue
+        for pid in children:
+            rank = rank_of(pid)
+            if rank >= 0 and pid != os.getpid():
+                found[pid] = rank
+    return found
+
+
+def _of_launcher(pid: int, launcher: int) -> bool:
+    """Whether ``pid`` is still one of ``launcher``'s ranks (alive, not a zombie, the launcher's pid in its
+    environment: a pid reused by another program is left alone)."""
+    if proc_state(pid)[0] in ("", "Z"):
+        return False
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return f"{LAUNCHER_PID_ENV}={launcher}".encode() in handle.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def _guard_grace(pid: int) -> Optional[float]:
+    """The grace period of rank ``pid``'s guard (from the guard's command line), or None when it has none."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                children = [int(child) for child in handle.read().split()]
+        except (OSError, ValueError):
+            continue
+        for child in children:
+            try:
+                with open(f"/proc/{child}/cmdline", "rb") as handle:
+                    args = handle.read().split(b"\0")
+            except OSError:
+                continue
+            if any(b"launch import guard" in arg for arg in args) and len(args) >= 2:
+                try:
+                    return float(args[-2] if args[-1] == b"" else args[-1])
+                except ValueError:
+                    return float(SHUTDOWN_TIMEOUT_S)
+    return None
+
+
+def _mark_unfinished(folder: Path, launcher: int, nproc: int) -> None:
+    """The run's ``status.json``, left ``running`` or never written by ranks that ended with the launcher: ``failed``."""
+    line = f"the launcher of this --nproc {nproc} run (pid {launcher}) died and every rank ended with it"
+    _mark_failed(0, line, folder=folder, unwritten=True)
 
 
 def _leave_note(rank: int, line: str) -> None:
@@ -431,11 +640,17 @@ def _kill_worker(worker: int, rank: int, name: str, launcher: int, grace_s: floa
     print(f"error: {line}", file=sys.stderr, flush=True)
 
 
-def _mark_failed(worker: int, line: str) -> str:
-    """``status.json`` of the run that killed rank 0 was writing: ``failed`` instead of ``running`` for good."""
-    folder = os.environ.get(EXIT_CODE_DIR_ENV)
+def _mark_failed(worker: int, line: str, folder: Optional[Path] = None, unwritten: bool = False) -> str:
+    """``status.json`` of the run that killed rank 0 was writing: ``failed`` instead of ``running`` for good.
+
+    ``folder`` is the launcher's (else this process's ``EXIT_CODE_DIR_ENV``);
+    with ``unwritten``, a run directory with no ``status.json`` yet (the
+    ranks ended before writing one) is marked too.
+    """
+    folder = folder if folder is not None else (Path(os.environ[EXIT_CODE_DIR_ENV])
+                                                if os.environ.get(EXIT_CODE_DIR_ENV) else None)
     try:
-        noted = (Path(folder) / RUN_DIR_FILE).read_text(encoding="utf-8").strip() if folder else ""
+        noted = (folder / RUN_DIR_FILE).read_text(encoding="utf-8").strip() if folder else ""
     except OSError:
         noted = ""
     if not noted:
@@ -443,7 +658,7 @@ def _mark_failed(worker: int, line: str) -> str:
     from .rundir import RunDir
     from .runlock import RunLock
 
-    for _ in range(50):  # the kernel releases the dead worker's lock as it exits
+    for _ in range(50 if worker else 0):  # the kernel releases the dead worker's lock as it exits
         if proc_state(worker)[0] in ("", "Z"):
             break
         time.sleep(0.1)
@@ -454,7 +669,8 @@ def _mark_failed(worker: int, line: str) -> str:
     try:
         run = RunDir(Path(noted))
         status = run.read_status()
-        if status.get("status") != RUNNING:
+        never = unwritten and not run.status_file.exists() and run.path.is_dir()
+        if status.get("status") != RUNNING and not never:
             return ""
         fields = {key: status[key] for key in ("epoch", "step", "first_step_at") if key in status}
         run.write_status("failed", **fields, error=line)
@@ -504,6 +720,9 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
     config = LaunchConfig(**options)
     codes = Path(tempfile.mkdtemp(prefix="nectargan-launch-"))
     os.environ[EXIT_CODE_DIR_ENV] = str(codes)
+    watching = start_watchman(codes, nproc)
+    if watching is not None:
+        os.environ[WATCHMAN_ENV] = str(watching[0].pid)
     received: list[int] = []
     woken: dict[int, int] = {}
     try:
@@ -539,6 +758,8 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
         return EXIT_CODES.get(signal.Signals(exc.sigval).name, 128 + int(exc.sigval))
     finally:
         os.environ.pop(EXIT_CODE_DIR_ENV, None)
+        os.environ.pop(WATCHMAN_ENV, None)
+        end_watchman(watching)
         shutil.rmtree(codes, ignore_errors=True)
         for pid, rank in woken.items():  # last: the line that says why a process someone had stopped went on
             print(f"note: rank {rank} (pid {pid}) was stopped (SIGSTOP) when the run was asked to stop: sent it "

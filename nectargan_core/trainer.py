@@ -598,8 +598,9 @@ class Trainer:
         except Exception as err:  # noqa: BLE001 - the original error is what matters
             print(f"warning: no emergency checkpoint: {err}", file=sys.stderr)
             return None
+        nproc = f" --nproc {self.dist.world_size}" if self.dist.world_size > 1 else ""
         print(f"saved the {self.global_step} steps done as an emergency checkpoint: {path}; continue with: "
-              f"nectargan train --resume {self.run_dir.path} --checkpoint {path}", file=sys.stderr)
+              f"nectargan train --resume {self.run_dir.path} --checkpoint {path}{nproc}", file=sys.stderr)
         return path
 
     def _checkpoint_at_position(self) -> Any:

@@ -140,6 +140,13 @@ def assert_quiet(stderr: str) -> list[str]:
     return lines
 
 
+def launcher_died(run: Run, tmp_path: Path) -> str:
+    """The line the launcher's watchman prints once every rank has ended after the launcher died."""
+    return (f"error: the launcher of this --nproc 2 run (pid {run.launcher.pid}) died (killed, or the out-of-memory "
+            "killer) and every rank ended with it; checkpoints already written are kept: continue with nectargan "
+            f"train --resume {tmp_path / 'runs/run/version_0'} --nproc 2")
+
+
 def stopped_rank_woken(tmp_path: Path, runs: list, stopped: list[int]) -> None:
     """The issue's case: ranks ``stopped`` get SIGSTOP, then the launcher SIGKILL."""
     run = Run(tmp_path)
@@ -153,6 +160,7 @@ def stopped_rank_woken(tmp_path: Path, runs: list, stopped: list[int]) -> None:
     assert not left, f"left behind after the launcher died (pid: state): {left}"
     assert took < END_S
     lines = assert_quiet(run.stderr)
+    assert lines[-len(stopped) - 1] == launcher_died(run, tmp_path), run.stderr
     for rank, line in zip(stopped, lines[-len(stopped):]):
         assert line == (f"note: rank {rank} (pid {run.ranks[rank]}) was stopped (SIGSTOP) when its launcher (pid "
                         f"{run.launcher.pid}) died: sent it SIGTERM and SIGCONT so that it stopped with the others"), \
@@ -187,8 +195,9 @@ def test_a_rank_killed_with_the_launcher_is_named_by_the_survivor(tmp_path, runs
     took, left = run.wait_for_the_end(run.kill_launcher())
     assert not left, left
     lines = assert_quiet(run.stderr)
-    assert lines[-1].startswith(f"error: rank 0: rank 1 (pid {run.ranks[1]} on "), run.stderr
-    assert "has exited (" in lines[-1], lines[-1]  # "(its launcher, pid N, died)": the store was gone
+    assert lines[-2].startswith(f"error: rank 0: rank 1 (pid {run.ranks[1]} on "), run.stderr
+    assert "has exited (" in lines[-2], lines[-2]  # "(its launcher, pid N, died)": the store was gone
+    assert lines[-1] == launcher_died(run, tmp_path), run.stderr  # the watchman's line, with the resume command
     status = run.status()
     assert status["status"] == "failed" and f"rank 1 (pid {run.ranks[1]} on " in status["error"], status
     run.checkpoints_intact()
@@ -389,3 +398,113 @@ def test_a_rank_that_does_not_stop_after_its_launcher_died_is_killed_within_the_
     assert status["status"] == "failed" and status["step"] == 5 and f"rank 0 (pid {rank})" in status["error"], status
     assert not (run.checkpoints / "epoch0000-step00000006.pt").exists()
     verify_checkpoint(run.checkpoints / "epoch0000-step00000005.pt")
+
+
+def start_launcher(tmp_path: Path) -> subprocess.Popen:
+    """A ``--nproc 2`` toy run that has only just been started (no waiting for a checkpoint)."""
+    base = ["run.device=cpu", "visualizers=[]", "toy.samples=64", "toy.batch_size=4", "loop.epochs=1000",
+            "checkpoint.every_steps=5", f"distributed.timeout_s={TIMEOUT_S}", "toy.step_sleep=0.05"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}
+    return subprocess.Popen([str(Path(sys.executable).with_name("nectargan")), "train", "--trainer", "toy",
+                             *(a for s in base for a in ("--set", s)), "--nproc", "2"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def guards_of(launcher: int) -> list[int]:
+    found = []
+    for pid in descendants(launcher):
+        try:
+            if b"launch import guard" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def wait_until(condition, what: str, launcher: subprocess.Popen, limit: float = 60) -> None:
+    deadline = time.monotonic() + limit
+    while not condition():
+        if launcher.poll() is not None or time.monotonic() > deadline:
+            launcher.kill()
+            pytest.fail(f"{what} never happened: {launcher.communicate()[1]}")
+        time.sleep(0.005)
+
+
+def end_after_launcher_killed(launcher: subprocess.Popen) -> tuple[str, float]:
+    """SIGKILL the launcher; returns its terminal's output once every process of the run has ended, and how
+    long that took (the test fails, leaving nothing behind, if any process is still there after END_S)."""
+    processes = descendants(launcher.pid)
+    killed = time.monotonic()
+    launcher.kill()
+    launcher.wait()
+    while living(processes) and time.monotonic() - killed < END_S:
+        time.sleep(0.05)
+    took, left = time.monotonic() - killed, living(processes)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"left behind after the launcher died (pid: state): {left}"
+    return launcher.stderr.read(), took
+
+
+def test_ranks_stopped_before_their_guards_start_end_with_the_launcher(tmp_path) -> None:
+    """Both ranks SIGSTOPped in their first moments, before each starts its guard (after torch's import), then
+    the launcher killed: the launcher's watchman wakes and ends them (they stayed stopped for good), and says
+    that the launcher died and which ranks it found stopped."""
+    launcher = start_launcher(tmp_path)
+    wait_until(lambda: len(rank_pids(launcher.pid)) == 2, "both ranks starting", launcher)
+    ranks = rank_pids(launcher.pid)
+    for pid in ranks.values():
+        os.kill(pid, signal.SIGSTOP)
+    assert not guards_of(launcher.pid), "a guard had started already: this is not the case under test"
+    time.sleep(0.5)
+    stderr, took = end_after_launcher_killed(launcher)
+    lines = assert_quiet(stderr)
+    assert lines[-3] == (f"error: the launcher of this --nproc 2 run (pid {launcher.pid}) died (killed, or the "
+                         "out-of-memory killer) and every rank ended with it; it had not made its run directory "
+                         "yet: nothing to resume"), stderr
+    for rank in (0, 1):
+        assert lines[-2 + rank] == (f"note: rank {rank} (pid {ranks[rank]}) was stopped (SIGSTOP) when its launcher "
+                                    f"(pid {launcher.pid}) died: sent it SIGTERM and SIGCONT so that it stopped with "
+                                    "the others"), stderr
+    assert took < 10, took
+
+
+def test_a_launcher_killed_as_the_guards_start_leaves_a_line(tmp_path) -> None:
+    """The launcher killed as soon as the ranks' guards run (the ranks are still starting up): before, nothing
+    was printed at all. A run directory that exists by then is not left ``running`` or without a status."""
+    launcher = start_launcher(tmp_path)
+    wait_until(lambda: len(guards_of(launcher.pid)) == 2, "both guards starting", launcher)
+    stderr, _ = end_after_launcher_killed(launcher)
+    lines = assert_quiet(stderr)
+    assert lines and lines[-1].startswith(f"error: the launcher of this --nproc 2 run (pid {launcher.pid}) died "
+                                          "(killed, or the out-of-memory killer) and every rank ended with it; "), stderr
+    for status_file in tmp_path.glob("runs/*/*/status.json"):
+        assert json.loads(status_file.read_text())["status"] in ("failed", "interrupted"), status_file.read_text()
+    for run_dir in tmp_path.glob("runs/*/*"):
+        assert (run_dir / "status.json").exists(), f"{run_dir} has no status.json"
+
+
+def test_rank_0_s_error_line_is_shown_when_the_launcher_dies_before_printing_it(tmp_path, runs) -> None:
+    """Rank 1 stopped; rank 0 reports it after ``timeout_s`` and leaves its line for the launcher, which is
+    killed while it waits for the stopped rank to end: the line (naming rank 1) reached only status.json."""
+    run = Run(tmp_path)
+    runs.append(run)
+    environ = Path(f"/proc/{run.ranks[0]}/environ").read_bytes().split(b"\0")
+    folder = Path(next(i for i in environ if i.startswith(b"NECTARGAN_EXIT_CODE_DIR=")).split(b"=", 1)[1].decode())
+    os.kill(run.ranks[1], signal.SIGSTOP)
+    deadline = time.monotonic() + 60
+    while not list(folder.glob("error-*-0")):
+        assert time.monotonic() < deadline, "rank 0 never reported rank 1"
+        time.sleep(0.02)
+    time.sleep(0.3)
+    took, left = run.wait_for_the_end(run.kill_launcher())
+    assert not left, left
+    lines = assert_quiet(run.stderr)  # rank 0 had woken rank 1 already ("sent it SIGTERM and SIGCONT")
+    assert lines[-1].startswith(f"error: rank 0 (pid {run.ranks[0]}) failed: rank 1 (pid {run.ranks[1]} on "), \
+        run.stderr
+    assert "stopped answering" in lines[-1] and lines[-1].endswith(
+        f"; its launcher (pid {run.launcher.pid}) died before printing this; checkpoints already written are kept: "
+        f"continue with nectargan train --resume {run.dir} --nproc 2"), lines[-1]
+    assert run.status()["status"] == "failed"
+    assert not folder.exists(), "the launcher's folder was left behind"
+    run.checkpoints_intact()
