@@ -46,7 +46,8 @@ from typing import Any, Callable, Optional, TypeVar
 import torch
 
 from .errors import ConfigError, NectarGANError
-from .launch import LAUNCHER_PID_ENV, SHUTDOWN_TIMEOUT_S, start_guard
+from .launchfolder import LAUNCHER_PID_ENV, SHUTDOWN_TIMEOUT_S
+from .orphans import start_guard
 from .procfs import proc_state
 
 T = TypeVar("T")
@@ -515,7 +516,7 @@ def follow_launcher(rank: int = 0, grace_s: float = SHUTDOWN_TIMEOUT_S) -> None:
     Without it, a killed ``--nproc`` launcher (``kill -9``, the OOM killer)
     left its ranks training on as orphans. A stopped process cannot act on
     the SIGTERM, and was left stopped for good: a guard process
-    (:func:`nectargan_core.launch.guard`) wakes it and, if it is still there
+    (:func:`nectargan_core.orphans.guard`) wakes it and, if it is still there
     ``grace_s`` after the launcher died, kills it.
     """
     if not sys.platform.startswith("linux"):

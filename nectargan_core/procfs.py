@@ -1,4 +1,4 @@
-"""What ``/proc`` says about another process: its state and parent.
+"""What ``/proc`` says about another process (its state, parent and rank), and waking it.
 
 Its own module because the launcher's guards, the distributed liveness
 check and the bounded batch waits all ask it, and those modules import each
@@ -7,6 +7,9 @@ import graph acyclic.
 """
 
 from __future__ import annotations
+
+import os
+import signal
 
 #: /proc/PID/stat states, as a user would read them.
 STATES = {"T": "stopped (SIGSTOP or a debugger)", "t": "stopped by a debugger",
@@ -26,3 +29,26 @@ def proc_state(pid: int) -> tuple[str, int]:
 def describe_state(letter: str) -> str:
     """``stopped (SIGSTOP or a debugger)`` for ``T``: a state letter in words (the letter itself when unknown)."""
     return STATES.get(letter, letter)
+
+
+def rank_of(pid: int) -> int:
+    """The ``RANK`` in the environment of worker ``pid`` (-1 when it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            for item in handle.read().split(b"\0"):
+                if item.startswith(b"RANK=") and item[5:].isdigit():
+                    return int(item[5:])
+    except OSError:
+        pass
+    return -1
+
+
+def wake(pid: int) -> None:
+    """SIGCONT to process ``pid``, and to its process group when it leads one (its stopped DataLoader workers)."""
+    try:
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGCONT)
+        else:
+            os.kill(pid, signal.SIGCONT)
+    except OSError:
+        pass

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping
 import pluggy
 import torch
 
-from . import hookspecs, launch
+from . import hookspecs, launchfolder
 from .atomic import atomic_write_text, missing_folders, remove_if_empty
 from .checkpoint import load_checkpoint
 from .config import CoreConfig, dump_yaml, load_config, load_file
@@ -73,7 +73,7 @@ class Run:
         self.init_report: dict[str, Any] | None = None
         self.run_dir = run_dir
         if checkpoint is None:  # a resume notes it once the checkpoint loaded (a refused one has nothing to continue)
-            launch.note_run_dir(run_dir.path)  # under --nproc: the launcher's failure line names it
+            launchfolder.note_run_dir(run_dir.path)  # under --nproc: the launcher's failure line names it
         if config.trainer is None:
             names = ", ".join(self.host.registry.names("trainer")) or "none installed"
             raise ConfigError(f"trainer: no trainer chosen; set 'trainer' in the config or use --trainer (installed: {names})")
@@ -118,7 +118,7 @@ class Run:
         self._register(proxy_for(self.trainer, f"trainer '{component.name}'"), f"trainer:{component.name}")
         if checkpoint is not None:
             self.trainer.load_checkpoint(checkpoint, data_changed=data_changed)
-            launch.note_run_dir(run_dir.path)
+            launchfolder.note_run_dir(run_dir.path)
         elif run_cfg.init_from:
             try:
                 self.init_report = self.trainer.init_from(run_cfg.init_from, strict=run_cfg.init_from_strict)

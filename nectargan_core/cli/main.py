@@ -59,7 +59,7 @@ def report(error: NectarGANError) -> int:
     prints one line for the run, naming the first rank that failed (every
     rank failing alike would otherwise print the same line once each).
     """
-    from ..launch import LAUNCHER_PID_ENV, record_for_launcher  # torch-free: errors print without torch too
+    from ..launchfolder import LAUNCHER_PID_ENV, record_for_launcher  # torch-free: errors print without torch too
 
     recorded = record_for_launcher(str(error).splitlines()[0] if str(error) else type(error).__name__)
     if not (recorded and os.environ.get(LAUNCHER_PID_ENV)):  # under our launcher, it prints the line

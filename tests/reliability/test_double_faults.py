@@ -316,7 +316,8 @@ import os, signal, sys, time
 from pathlib import Path
 
 from nectargan_core.checkpoint import save_checkpoint
-from nectargan_core.launch import note_run_dir, start_guard
+from nectargan_core.launchfolder import note_run_dir
+from nectargan_core.orphans import start_guard
 from nectargan_core.rundir import RunDir
 from nectargan_core.runlock import RunLock
 
@@ -414,7 +415,7 @@ def guards_of(launcher: int) -> list[int]:
     found = []
     for pid in descendants(launcher):
         try:
-            if b"launch import guard" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if b"import guard" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 found.append(pid)
         except OSError:
             continue
@@ -508,3 +509,27 @@ def test_rank_0_s_error_line_is_shown_when_the_launcher_dies_before_printing_it(
     assert run.status()["status"] == "failed"
     assert not folder.exists(), "the launcher's folder was left behind"
     run.checkpoints_intact()
+
+
+def test_the_watchman_finds_each_rank_s_guard_and_its_grace_period() -> None:
+    """The watchman leaves a guarded rank to its guard (with the guard's grace period) and ends only ranks that
+    have none: a rank it took for unguarded would be killed after 120 s whatever its distributed.timeout_s."""
+    from nectargan_core.orphans import _guard_grace
+
+    code = ("import os, sys, time; from nectargan_core.orphans import start_guard; "
+            "start_guard(os.getppid(), 0, 7.5) if sys.argv[1] == 'guarded' else None; print(flush=True); "
+            "time.sleep(60)")
+    found = {}
+    for kind in ("guarded", "alone"):
+        rank = subprocess.Popen([sys.executable, "-c", code, kind], stdout=subprocess.PIPE, text=True)
+        try:
+            rank.stdout.readline()
+            deadline = time.monotonic() + 10
+            while (found.setdefault(kind, _guard_grace(rank.pid)) is None and kind == "guarded"
+                   and time.monotonic() < deadline):
+                found.pop(kind)
+                time.sleep(0.05)
+        finally:
+            rank.kill()
+            rank.wait()
+    assert found == {"guarded": 7.5, "alone": None}
