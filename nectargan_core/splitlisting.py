@@ -154,6 +154,8 @@ class TrainData:
     batches: int | None
     #: The dataset's files (None when it does not list them).
     listing: SplitListing | None
+    #: What fixes the order of each epoch: the sampler's ``(shuffle, seed)`` (None for another sampler).
+    order: tuple[bool, int] | None = None
 
     @classmethod
     def of_loader(cls, loader: Any, batches: int | None) -> "TrainData":
@@ -163,11 +165,12 @@ class TrainData:
             samples: int | None = len(data)
         except TypeError:
             samples = None
-        return cls(samples, batches, listing_of(data))
+        return cls(samples, batches, listing_of(data), order_of(getattr(loader, "sampler", None)))
 
     def to_record(self) -> dict[str, Any]:
         return {"samples": self.samples, "batches": self.batches,
-                "listing": self.listing.to_record() if self.listing is not None else None}
+                "listing": self.listing.to_record() if self.listing is not None else None,
+                "order": {"shuffle": self.order[0], "seed": self.order[1]} if self.order is not None else None}
 
     @classmethod
     def from_record(cls, record: Any) -> "TrainData | None":
@@ -176,10 +179,22 @@ class TrainData:
             return None
         samples, batches, listed = record.get("samples"), record.get("batches"), record.get("listing")
         listing = SplitListing.from_record(listed)
+        ordered = record.get("order")
+        order = ((ordered.get("shuffle"), ordered.get("seed")) if isinstance(ordered, Mapping) else None)
         if (listed is not None and listing is None) or not all(value is None or _count(value)
-                                                                for value in (samples, batches)):
+                                                                for value in (samples, batches)) \
+                or (ordered is not None and not (order is not None and type(order[0]) is bool
+                                                 and type(order[1]) is int)):
             return None  # damaged: nothing in it can be trusted
-        return cls(samples, batches, listing)
+        return cls(samples, batches, listing, order)
+
+    def reordered_since(self, saved: "TrainData") -> str | None:
+        """``data.shuffle or run.seed changed (...)`` when the epochs' order is drawn otherwise than ``saved``'s."""
+        if self.order is None or saved.order is None or self.order == saved.order:
+            return None
+        def say(order: tuple[bool, int]) -> str:
+            return f"shuffled with seed {order[1]}" if order[0] else "not shuffled"
+        return f"data.shuffle or run.seed changed: each epoch's order was {say(saved.order)}, now {say(self.order)}"
 
     def changes_since(self, saved: "TrainData") -> ListingChange | None:
         """How the data differs from ``saved``'s; None when nothing comparable differs."""
@@ -190,6 +205,14 @@ class TrainData:
         else:
             return None
         return change if change else None
+
+
+def order_of(sampler: Any) -> tuple[bool, int] | None:
+    """A resumable sampler's ``(shuffle, seed)``, which with the epoch fix its order; None for another sampler."""
+    shuffle, seed = getattr(sampler, "shuffle", None), getattr(sampler, "seed", None)
+    if callable(getattr(sampler, "skip", None)) and type(shuffle) is bool and type(seed) is int:
+        return shuffle, seed
+    return None
 
 
 def _count(value: Any) -> bool:

@@ -1141,22 +1141,25 @@ class Trainer:
         batches = self.num_batches()
         resized = (same_world and saved.batches is not None and batches is not None and saved.batches != batches
                    and not (change and change.moves_position))
-        if change is None and not resized:
+        reseeded = self._train_data.reordered_since(saved) if self.batch_in_epoch else None
+        if change is None and not resized and not reseeded:
             return
-        if change is not None and not change.moves_position and not resized:
+        if change is not None and not change.moves_position and not resized and not reseeded:
             if say:
                 print(f"warning: the train data changed since this checkpoint: {change.describe()}; training "
                       "goes on from the same position over the new contents", file=sys.stderr, flush=True)
             return
-        what = (change.describe() if change is not None and change.moves_position else
-                f"{saved.batches} batches an epoch then, {batches} now: data.batch_size or data.drop_last changed")
+        what = "; ".join(part for part in (
+            change.describe() if change is not None and change.moves_position else None,
+            f"{saved.batches} batches an epoch then, {batches} now: data.batch_size or data.drop_last changed"
+            if resized else None, reseeded) if part)
         if self.batch_in_epoch == 0:
             if say:
                 print(f"note: the train data changed since this checkpoint: {what}; epoch {epoch} "
                       "draws its order from the files there now", file=sys.stderr, flush=True)
             return
         then = f"batch {self.batch_in_epoch}" + (f" of {saved.batches}" if saved.batches else "")
-        undo = ("undo the --set that changed it" if resized or (change is not None and change.reordered)
+        undo = ("undo the --set that changed it" if resized or reseeded or (change is not None and change.reordered)
                 else "restore the data or undo the --set that changed it" if change is not None
                 and change.unit == "sample" else "put the files back as they were")
         if not go_on:

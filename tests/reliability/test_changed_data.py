@@ -187,6 +187,34 @@ def test_another_batch_size_mid_epoch_is_refused_and_data_changed_goes_on(tmp_pa
     assert "3 batches done, 0 of its 3 batches left" in capfd.readouterr().err
 
 
+@pytest.mark.parametrize("override, then_now", [
+    ("run.seed=7", "each epoch's order was shuffled with seed {seed}, now shuffled with seed 7"),
+    ("data.shuffle=false", "each epoch's order was shuffled with seed {seed}, now not shuffled"),
+])
+def test_another_seed_or_shuffle_mid_epoch_is_refused_and_between_epochs_is_a_choice(
+        tmp_path, make_synth, capfd, override, then_now):
+    """The position counts batches of one permutation, which (seed, shuffle) and the epoch fix: another seed
+    mid-epoch drew another permutation and repeated or skipped samples without a word."""
+    run, _ = stopped_mid_epoch(tmp_path, make_synth)
+    assert run.config.run.seed != 7
+    before = run_files(run.dir)
+    with pytest.raises(CheckpointError, match=re.escape(
+            f"(data.shuffle or run.seed changed: {then_now.format(seed=run.config.run.seed)}): its position, epoch 1 batch 3 of 5, counts batches "
+            "of the old order; undo the --set that changed it, or resume with --data-changed")):
+        Run.resume(run.dir, overrides=["loop.max_steps=null", override])
+    assert run_files(run.dir) == before
+    resumed = Run.resume(run.dir, overrides=["loop.max_steps=null", override], data_changed=True)
+    assert resumed.trainer.batch_in_epoch == 3
+    assert "--data-changed: epoch 1 goes on over the data as it is now, 3 batches done, 2 of its 5" \
+        in capfd.readouterr().err
+    resumed.close()
+    between, _ = stopped_mid_epoch(tmp_path / "between", make_synth, steps=5)  # epoch 1 done, epoch 2 not begun
+    again = Run.resume(between.dir, overrides=["loop.max_steps=null", override])
+    assert again.trainer.batch_in_epoch == 0 and "changed" not in capfd.readouterr().err
+    again.close()
+    assert TrainData.from_record({"samples": 1, "batches": 1, "listing": None, "order": {"seed": "0"}}) is None
+
+
 def test_a_huge_crafted_name_is_shortened_in_the_line():
     saved = SplitListing(("x" * 10_000_000,), (1,), (1,))
     change = SplitListing((), (), ()).changes_since(saved)
