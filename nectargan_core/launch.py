@@ -32,7 +32,7 @@ from .errors import NectarGANError
 from .launchfolder import (ERROR_KEY, EXIT_CODE_DIR_ENV, LAUNCHER_PID_ENV, SHUTDOWN_TIMEOUT_S, WATCHMAN_ENV,
                            rank0_exit_code, recorded_error, resume_hint)
 from .orphans import end_watchman, start_watchman
-from .procfs import proc_state, rank_of, wake
+from .procfs import children, command_line, proc_state, rank_of, wake
 from .signals import EXIT_CODES, settle
 
 #: The environment variable naming the signals torch's agent handles itself.
@@ -115,25 +115,7 @@ def stop_signals_forwarded(signal_exception: type) -> Iterator[tuple[list[int], 
 
 def worker_pids() -> list[int]:
     """This launcher's training processes: its children running ``nectargan_core`` (from ``/proc``)."""
-    pids = []
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return pids
-    for task in tasks:
-        try:
-            with open(f"/proc/self/task/{task}/children") as handle:
-                children = [int(pid) for pid in handle.read().split()]
-        except (OSError, ValueError):
-            continue
-        for pid in children:
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                    if b"nectargan_core" in handle.read():
-                        pids.append(pid)
-            except OSError:
-                continue
-    return pids
+    return [pid for pid in children() if any(b"nectargan_core" in arg for arg in command_line(pid))]
 
 
 def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> int:

@@ -24,7 +24,7 @@ from typing import Any, Optional, Sequence
 
 from .launchfolder import (EXIT_CODE_DIR_ENV, LAUNCHER_PID_ENV, RUN_DIR_FILE, RUNNING, SHUTDOWN_TIMEOUT_S,
                            STOPPED_NOTE, speak_for_the_launcher)
-from .procfs import proc_state, rank_of, wake
+from .procfs import children, command_line, proc_state, rank_of, wake
 
 #: The guard's program (``python -c GUARD_CODE WORKER LAUNCHER RANK GRACE_S``), by which the watchman finds it.
 GUARD_CODE = "import sys; from nectargan_core.orphans import guard; guard(sys.argv[1:])"
@@ -217,22 +217,8 @@ def _see_off_guarded(ranks: dict[int, int], graces: dict[int, Optional[float]], 
 
 def _ranks_of(launcher: int) -> dict[int, int]:
     """The launcher's children that are ranks (they have a ``RANK``): pid -> rank."""
-    found = {}
-    try:
-        tasks = os.listdir(f"/proc/{launcher}/task")
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            with open(f"/proc/{launcher}/task/{task}/children") as handle:
-                children = [int(pid) for pid in handle.read().split()]
-        except (OSError, ValueError):
-            continue
-        for pid in children:
-            rank = rank_of(pid)
-            if rank >= 0 and pid != os.getpid():
-                found[pid] = rank
-    return found
+    ranks = {pid: rank_of(pid) for pid in children(launcher) if pid != os.getpid()}
+    return {pid: rank for pid, rank in ranks.items() if rank >= 0}
 
 
 def _of_launcher(pid: int, launcher: int) -> bool:
@@ -249,27 +235,13 @@ def _of_launcher(pid: int, launcher: int) -> bool:
 
 def _guard_grace(pid: int) -> Optional[float]:
     """The grace period of rank ``pid``'s guard (from the guard's command line), or None when it has none."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return None
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/children") as handle:
-                children = [int(child) for child in handle.read().split()]
-        except (OSError, ValueError):
-            continue
-        for child in children:
+    for child in children(pid):
+        args = command_line(child)
+        if GUARD_CODE.encode() in args:
             try:
-                with open(f"/proc/{child}/cmdline", "rb") as handle:
-                    args = handle.read().split(b"\0")
-            except OSError:
-                continue
-            if GUARD_CODE.encode() in args and len(args) >= 2:
-                try:
-                    return float(args[-2] if args[-1] == b"" else args[-1])
-                except ValueError:
-                    return float(SHUTDOWN_TIMEOUT_S)
+                return float(args[-1])
+            except ValueError:
+                return float(SHUTDOWN_TIMEOUT_S)
     return None
 
 

@@ -52,3 +52,28 @@ def wake(pid: int) -> None:
             os.kill(pid, signal.SIGCONT)
     except OSError:
         pass
+
+
+def children(pid: int | str = "self") -> list[int]:
+    """The pids of process ``pid``'s children (of every thread of it), from ``/proc``; empty when it is gone."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                found.extend(int(child) for child in handle.read().split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def command_line(pid: int) -> list[bytes]:
+    """Process ``pid``'s arguments (empty when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().split(b"\0")[:-1]
+    except OSError:
+        return []
