@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -77,6 +78,11 @@ def interruptible() -> Iterator[None]:
         yield
     finally:
         _waiting -= 1
+
+
+def waiting() -> bool:
+    """Whether the main thread is inside an interruptible wait for a batch (no step is under way)."""
+    return bool(_waiting) and threading.current_thread() is threading.main_thread()
 
 
 def interrupt_wait() -> None:
@@ -143,7 +149,13 @@ def bounded(loader: Iterable[Any], timeout_s: float, *, interrupt: bool = True, 
 
     def timed_out(stuck: Any) -> BatchWaitTimeout:
         states = worker_states(stuck)
+        ending = _delivered_all(stuck)
         kill_workers(stuck)
+        if ending:
+            return BatchWaitTimeout(
+                f"the data loader's {workers} worker process(es) did not end within {timeout_s:g} s "
+                f"(loop.batch_timeout_s) after the {what} epoch's last batch{': ' + states if states else ''}; "
+                "check the data's file system")
         return BatchWaitTimeout(
             f"no {what} batch came from the data loader's {workers} worker process(es) in {timeout_s:g} s "
             f"(loop.batch_timeout_s){': ' + states if states else ''}; check the data's file system, "
@@ -155,6 +167,9 @@ def bounded(loader: Iterable[Any], timeout_s: float, *, interrupt: bool = True, 
         if alarm:
             _keep_sigchld(before)
         while True:
+            if _delivered_all(iterator) and not getattr(iterator, "_persistent_workers", True):
+                # the next call only ends the epoch's workers, each joined for 5 s and more when one is stuck
+                release_stuck(iterator, "as the epoch's batches ended, with no batch left to deliver")
             try:
                 batch = wait(lambda: next(iterator))
             except StopIteration:
@@ -233,6 +248,36 @@ def worker_states(iterator: Any) -> str:
         if state:
             parts.append(f"pid {pid} is {describe_state(state)}")
     return ("worker " + ", ".join(parts)) if parts else ""
+
+
+#: States of a worker that will not answer: stopped (SIGSTOP, a debugger), or in an uninterruptible wait.
+STUCK = ("T", "t", "D")
+
+
+def release_stuck(iterator: Any, when: str) -> bool:
+    """Kill ``iterator``'s workers if one is stuck (:data:`STUCK`), with a ``note:`` naming it; whether it did.
+
+    For a moment when the workers owe nothing (an epoch's or the run's
+    end): torch's own shutdown joins each for 5 s, and Python's exit joins a
+    stopped one for ever (the run printed ``finished`` and never exited).
+    """
+    states = {p.pid: proc_state(p.pid)[0] for p in getattr(iterator, "_workers", ()) if getattr(p, "pid", None)}
+    stuck = {pid: state for pid, state in states.items() if state in STUCK}
+    if not stuck:
+        return False
+    kill_workers(iterator)
+    named = ", ".join(f"pid {pid} ({describe_state(state)})" for pid, state in stuck.items())
+    print(f"note: the data loader's worker process(es) {named} did not answer {when}: killed them",
+          file=sys.stderr, flush=True)
+    return True
+
+
+def _delivered_all(iterator: Any) -> bool:
+    """Whether a DataLoader iterator has yielded every batch of its epoch (its next call only ends it)."""
+    try:
+        return iterator is not None and iterator._num_yielded >= len(iterator)
+    except (AttributeError, TypeError):  # no length (an iterable dataset), or not torch's iterator
+        return False
 
 
 def kill_workers(iterator: Any) -> None:

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from multiprocessing.context import ForkContext, ForkProcess, SpawnContext, SpawnProcess
 from typing import Any, Callable, Iterator, Optional
 
-from .batchwait import interrupt_wait
+from .batchwait import interrupt_wait, waiting
 
 EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -79,7 +79,10 @@ def graceful_stop(trainer: Any) -> Iterator[list[str]]:
         received.append(name)
         _STOP_SIGNALLED.set()
         trainer.request_stop(name, interrupted=True)
-        if getattr(trainer, "is_main", True):
+        if getattr(trainer, "is_main", True) and waiting():
+            print(f"{name} received while waiting for the data loader: stopping now and saving a checkpoint",
+                  file=sys.stderr, flush=True)
+        elif getattr(trainer, "is_main", True):
             print(f"{name} received: stopping after the current step and saving a checkpoint "
                   "(press Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
         interrupt_wait()  # waiting for a batch (no step under way): stop now, whether or not a worker answers

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, Mapping
 
 import torch
 
-from .batchwait import LoaderFailure, StopWhileWaiting, bounded, kill_workers, worker_death
+from .batchwait import LoaderFailure, StopWhileWaiting, bounded, kill_workers, release_stuck, worker_death
 from .checkpoint import entry, load_checkpoint, restoring, save_checkpoint
 from .device import rng_state, seed_everything, set_rng_state
 from .distributed import Distributed
@@ -516,6 +516,9 @@ class Trainer:
     def _guarded(self, body: Any) -> None:
         try:
             body()
+            iterator = getattr(self.train_loader, "_iterator", None)
+            if iterator is not None:  # persistent workers, which the interpreter's exit joins: none may be stuck
+                release_stuck(iterator, "as training ended")
         except StopWhileWaiting:  # a stop signal while the main process waited for a batch: stop there
             self._release_train_workers()
             self._checkpoint_at_position()

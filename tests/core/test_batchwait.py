@@ -55,3 +55,59 @@ def test_a_fetch_reset_by_a_dying_worker_is_that_worker_s_death() -> None:
 def test_a_fetch_error_with_every_worker_alive_is_the_error_itself() -> None:
     with pytest.raises(ConnectionResetError):
         next(bounded(Fetching(DyingWorker(after=60)), 5))
+
+
+class EndingEpoch:
+    """A DataLoader iterator whose per-epoch workers (real processes, stopped) have delivered every batch."""
+
+    num_workers = 2
+    timeout = 5
+    _persistent_workers = False
+
+    def __init__(self, workers) -> None:
+        self._workers = workers
+        self._num_yielded = 3
+        self.shut_down_with = None
+
+    def __len__(self) -> int:
+        return 3
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self.shut_down_with = [w.is_alive() for w in self._workers]  # torch joins each live one for 5 s here
+        raise StopIteration
+
+    def _shutdown_workers(self) -> None:
+        pass
+
+
+def test_per_epoch_workers_stuck_after_the_last_batch_are_killed_before_the_epoch_ends(capfd) -> None:
+    import multiprocessing
+    import os
+    import signal
+
+    from nectargan_core.procfs import proc_state
+
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=time.sleep, args=(60,), daemon=True) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    try:
+        for worker in workers:
+            os.kill(worker.pid, signal.SIGSTOP)
+        while any(proc_state(w.pid)[0] != "T" for w in workers):
+            time.sleep(0.01)
+        ending = EndingEpoch(workers)
+        assert list(bounded(ending, 5)) == []
+        assert ending.shut_down_with == [False, False]
+        note = capfd.readouterr().err.strip()
+        assert note == (f"note: the data loader's worker process(es) pid {workers[0].pid} (stopped (SIGSTOP or a "
+                        f"debugger)), pid {workers[1].pid} (stopped (SIGSTOP or a debugger)) did not answer as the "
+                        "epoch's batches ended, with no batch left to deliver: killed them")
+    finally:
+        for worker in workers:
+            if worker.is_alive():
+                worker.kill()
+            worker.join()

@@ -148,6 +148,27 @@ def test_stopped_workers_end_the_run_after_the_timeout_in_one_line_with_the_posi
     assert f"(step {record['step']})" in resumed.stderr
 
 
+def test_persistent_workers_stopped_after_the_last_batch_do_not_hold_the_exit(tmp_path, data):
+    """The train loader's persistent workers stopped once the last batch came (during the last validation): the
+    run printed ``finished`` and never exited (Python's exit joined the stopped workers). Now they are killed with
+    a note and the run ends normally. (The per-epoch workers' case is in tests/core/test_batchwait.py.)"""
+    run = Training(tmp_path, settings(data, "data.num_workers=2", "data.cache=off", "loop.epochs=1",
+                                      "loop.batch_timeout_s=30", "checkpoint.every_epochs=null"))
+    try:
+        run.wait_for(lambda: stepped(run.run_dir, 18), "the epoch's 18 steps", )
+        stopped = run.stop_workers()
+        code, err, took = run.finish(60)
+        assert code == 0 and "Traceback" not in err, err
+        notes = [line for line in err.splitlines() if line.startswith("note: the data loader's worker process(es)")]
+        assert len(notes) == 1 and notes[0].endswith("did not answer as training ended: killed them"), err
+        assert all(f"pid {pid} (stopped (SIGSTOP or a debugger))" in notes[0] for pid in stopped), (notes, stopped)
+        assert took < STOP_BOUND_S, took
+        assert not run.left_behind()
+        assert status(run.run_dir)["status"] == "finished"
+    finally:
+        run.kill()
+
+
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
 def test_a_stop_signal_while_workers_never_answer_stops_at_once_and_resumes_exactly(tmp_path, data, signame):
     common = ["data.num_workers=2", "data.cache=off", "loop.epochs=2", "checkpoint.every_epochs=null"]
@@ -163,6 +184,7 @@ def test_a_stop_signal_while_workers_never_answer_stops_at_once_and_resumes_exac
         assert code == {"SIGTERM": 143, "SIGINT": 130}[signame], err
         assert took < STOP_BOUND_S
         assert "Traceback" not in err and "interrupted: checkpoint saved as" in err
+        assert f"{signame} received while waiting for the data loader: stopping now and saving a checkpoint" in err
         assert not run.left_behind()
         assert status(run.run_dir)["status"] == "interrupted"
     finally:
