@@ -26,6 +26,9 @@ def failed_package(exc: BaseException, own: tuple[str, ...] = ()) -> str | None:
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         top = exc.name.split(".")[0]
         return None if top.startswith(skipped) else top
+    named = (getattr(exc, "name", None) or "").split(".")[0]  # "cannot import name 'nn' from 'torch' (...)"
+    if named and not named.startswith(skipped) and named not in sys.stdlib_module_names and shadowed(named):
+        return named
     culprit = None
     frame: TracebackType | None = exc.__traceback__
     while frame is not None:
@@ -35,6 +38,35 @@ def failed_package(exc: BaseException, own: tuple[str, ...] = ()) -> str | None:
             culprit = top
         frame = frame.tb_next
     return culprit
+
+
+def shadowed(package: str) -> str | None:
+    """The file Python imported as ``package`` when it is not the installed distribution's (a ``torch.py`` or a
+    ``torch/`` folder in the current folder or on PYTHONPATH hides the installed torch), else None."""
+    module = sys.modules.get(package)
+    where = getattr(module, "__file__", None)
+    if module is None or not where:
+        return None
+    from importlib.metadata import PackageNotFoundError, distribution
+    from pathlib import Path
+
+    try:
+        installed = distribution(DISTRIBUTIONS.get(package, package))
+    except PackageNotFoundError:
+        return None  # not installed at all: "not installed" says what to do
+    own = {str(Path(str(installed.locate_file(f))).resolve()) for f in (installed.files or ())
+           if str(f).endswith(".py") and str(f).split("/")[0] == package}
+    return None if not own or str(Path(where).resolve()) in own else where
+
+
+def shadow_line(package: str, exc: BaseException) -> str | None:
+    """One line for an import that failed because another file hides the installed ``package``, or None."""
+    where = shadowed(package)
+    if where is None:
+        return None
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return (f"{package} is installed, but Python imported {where} instead ({reason}): a file or folder named "
+            f"{package} in the current folder or on PYTHONPATH hides it; rename it or take it off PYTHONPATH")
 
 
 def install_hint(package: str) -> str:
@@ -49,6 +81,9 @@ def describe(exc: ImportError) -> str | None:
     package = failed_package(exc)
     if package is None:
         return None
+    hidden = shadow_line(package, exc)
+    if hidden is not None:
+        return hidden
     if isinstance(exc, ModuleNotFoundError):
         return f"{package} is not installed ({exc}); install it: {install_hint(package)}"
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
