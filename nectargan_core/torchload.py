@@ -37,9 +37,10 @@ def require_torch(command: str) -> ModuleType:
         return sys.modules["torch"]
     limit = address_space_limit()
     if limit is not None and limit < TORCH_ADDRESS_SPACE:
+        more = ", and training needs more" if command.endswith(" train") else ""
         raise NectarGANError(
             f"{command}: the address-space limit (ulimit -v) is {limit // 1024} KiB, below the "
-            f"{TORCH_ADDRESS_SPACE // 1024} KiB torch needs to load, and training needs more; raise it "
+            f"{TORCH_ADDRESS_SPACE // 1024} KiB torch needs to load{more}; raise it "
             "(ulimit -v unlimited) or run where it is higher")
     try:
         import torch

@@ -50,7 +50,8 @@ def test_a_command_that_needs_torch_says_what_limit_to_raise(run_dir, tmp_path, 
     done = limited(*commands(run_dir, tmp_path)[name], cwd=tmp_path)
     assert done.returncode == 1, done.stderr
     assert done.stderr == (f"error: {name}: the address-space limit (ulimit -v) is {LIMIT // 1024} KiB, below the "
-                           f"{TORCH_ADDRESS_SPACE // 1024} KiB torch needs to load, and training needs more; raise it "
+                           f"{TORCH_ADDRESS_SPACE // 1024} KiB torch needs to load"
+                           f"{', and training needs more' if name == 'nectargan train' else ''}; raise it "
                            "(ulimit -v unlimited) or run where it is higher\n")
     assert not [p for p in tmp_path.iterdir()]  # nothing written
 
