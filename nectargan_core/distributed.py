@@ -36,6 +36,7 @@ import ctypes
 import datetime
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -48,7 +49,7 @@ import torch
 from .errors import ConfigError, NectarGANError
 from .launchfolder import LAUNCHER_PID_ENV, SHUTDOWN_TIMEOUT_S
 from .orphans import start_guard
-from .procfs import proc_state
+from .procfs import children, describe_state, proc_state, rank_of, wake
 
 T = TypeVar("T")
 
@@ -111,6 +112,14 @@ class Distributed:
                 raise ConfigError(f"distributed: LOCAL_RANK {local_rank} but this machine has "
                                   f"{torch.cuda.device_count()} CUDA device(s); start at most that many processes")
             torch.cuda.set_device(local_rank)
+        try:
+            return cls._join(dist, section, rank, world, local_rank, backend)
+        except (RuntimeError, OSError, ValueError) as exc:  # DistStoreError, DistNetworkError...: a rank is missing
+            raise DistributedError(_not_joined(rank, section.timeout_s, exc)) from exc
+
+    @classmethod
+    def _join(cls, dist: Any, section: Any, rank: int, world: int, local_rank: int, backend: str) -> "Distributed":
+        """Rendezvous, the process groups, the heartbeats and the peers' pids (every wait bounded by timeout_s)."""
         timeout = datetime.timedelta(seconds=section.timeout_s)
         if not dist.is_initialized():
             from torch.distributed.rendezvous import rendezvous
@@ -311,9 +320,35 @@ def _store_timeout(interval: float) -> float:
     return max(2.0, 2 * interval)
 
 
+def _not_joined(rank: int, timeout_s: float, error: BaseException) -> str:
+    """The line for a rank whose process group could not be formed: the other ranks' states, from ``/proc``.
+
+    A rank found stopped is woken (SIGCONT), so that the launcher's SIGTERM
+    then ends it with the others instead of waiting its grace period.
+    """
+    parts = []
+    for pid in children(os.getppid()):
+        other = rank_of(pid)
+        if other < 0 or pid == os.getpid():
+            continue
+        state = proc_state(pid)[0]
+        if state in ("T", "t"):
+            wake(pid)  # it can then be stopped with the others (a SIGTERM now would end it first, and be blamed)
+        parts.append(f"rank {other} (pid {pid}) is {describe_state(state) if state else 'gone'}")
+    found = f": {', '.join(sorted(parts))}" if parts else ""
+    return (f"rank {rank}: the processes of this run did not all join within distributed.timeout_s={timeout_s:g} s "
+            f"({first_line(error)}){found}; run the same command again, or raise distributed.timeout_s if starting "
+            "takes that long here")
+
+
+#: A C++ source location in torch's and gloo's messages (``[/__w/pytorch/.../pair.cc:561] ``), and gloo's sign-off.
+CPP_NOISE = re.compile(r"\[[^\]\s]*\.(?:cc|cpp|cxx|h|hpp):\d+\]\s*|\s*GLHF!.*$")
+
+
 def first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    """The first line of ``exc``'s message, without C++ source locations: what a user line may quote."""
+    text = [CPP_NOISE.sub("", line).strip() for line in str(exc).strip().splitlines()]
+    return next((line for line in text if line), type(exc).__name__)
 
 
 
@@ -528,7 +563,7 @@ def follow_launcher(rank: int = 0, grace_s: float = SHUTDOWN_TIMEOUT_S) -> None:
         return
     launcher = os.environ.get(LAUNCHER_PID_ENV)
     if launcher and launcher.isdigit() and os.getppid() != int(launcher):
-        raise DistributedError(f"the launcher (pid {launcher}) ended before this process started; not training")
+        raise DistributedError(f"the launcher (pid {launcher}) died while this process was starting; not training")
     global _guard
     started_by_agent = bool(launcher and launcher.isdigit()) or "TORCHELASTIC_RUN_ID" in os.environ  # or torchrun
     if _guard is None and started_by_agent and threading.current_thread() is threading.main_thread():

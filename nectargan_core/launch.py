@@ -190,9 +190,13 @@ def launch(nproc: int, worker_args: Sequence[str], *, max_restarts: int = 0) -> 
                               "the other processes were stopped" + resume_hint(codes, nproc)) from None
         if ended is not None:  # rank 0 ended first (finished: 0; stopped by this signal: 130/143)
             return ended
+        name = signal.Signals(exc.sigval).name
+        # rank 0 left no exit code: it ended before its own handling began, while the processes were starting
+        print(f"interrupted ({name}) while the processes were starting, before training"
+              + (resume_hint(codes, nproc) or "; run the same command again"), file=sys.stderr, flush=True)
         if signal.SIGINT in received[1:]:  # a later Ctrl-C stopped the ranks at once, as it does one process
             return 130
-        return EXIT_CODES.get(signal.Signals(exc.sigval).name, 128 + int(exc.sigval))
+        return EXIT_CODES.get(name, 128 + int(exc.sigval))
     finally:
         for name in (EXIT_CODE_DIR_ENV, WATCHMAN_ENV, LAUNCHER_PID_ENV):  # this process is no launcher any more
             os.environ.pop(name, None)

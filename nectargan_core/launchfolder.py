@@ -97,7 +97,7 @@ def speak_for_the_launcher(folder: Path, launcher: Optional[int] = None, nproc: 
 
     own = recorded_error(folder, attempt=_last_attempt(folder))  # recorded while the launcher lived
     if launcher is not None:
-        hint = resume_hint(folder, nproc) or "; it had not made its run directory yet: nothing to resume"
+        hint = resume_hint(folder, nproc) or "; it died while the processes were starting: run the same command again"
         if own is not None:  # the line the launcher would have printed, had it lived
             rank = own["rank"]
             say(f"error: rank {rank} (pid {own.get('pid')}) failed: {own['line'].removeprefix(f'rank {rank}: ')}; "
@@ -141,6 +141,8 @@ def resume_hint(folder: Path, nproc: int) -> str:
         noted = (folder / RUN_DIR_FILE).read_text(encoding="utf-8").strip()
     except OSError:
         return ""  # the run failed before it had a run directory: there is nothing to resume
+    if not Path(noted).is_dir():
+        return ""  # made, then removed again when its first files could not be written
     from .rundir import RunDir
 
     try:

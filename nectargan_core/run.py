@@ -170,6 +170,7 @@ class Run:
         if dist.is_main:  # one run directory for all processes
             made = missing_folders(Path(resolved.run.output_dir) / resolved.run.name)
             run_dir = RunDir.create(resolved.run.output_dir, resolved.run.name)
+            launchfolder.note_run_dir(run_dir.path)  # under --nproc: named, and given a status, if the launcher dies
             try:
                 lock = RunLock.acquire(run_dir.path)
                 atomic_write_text(run_dir.config_file, dump_yaml(resolved.to_dict()))

@@ -50,3 +50,13 @@ def test_bad_backend_and_timeout_are_refused() -> None:
 @pytest.mark.parametrize("code, text", [(-9, "killed by SIGKILL"), (1, "exit code 1"), (-200, "killed by signal 200")])
 def test_exit_descriptions(code: int, text: str) -> None:
     assert describe_exit(code) == text
+
+
+def test_a_quoted_torch_error_loses_its_cpp_source_locations() -> None:
+    """gloo's "Connection closed by peer" reached a user line with its C++ file name and sign-off."""
+    from nectargan_core.distributed import first_line
+
+    error = RuntimeError("[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:561] Connection closed "
+                         "by peer [127.0.0.1]:20395. GLHF! \U0001f3d6\ufe0f\nmore")
+    assert first_line(error) == "Connection closed by peer [127.0.0.1]:20395."
+    assert first_line(RuntimeError("\n[x.cpp:3] \n")) == "RuntimeError"

@@ -461,8 +461,8 @@ def test_ranks_stopped_before_their_guards_start_end_with_the_launcher(tmp_path)
     stderr, took = end_after_launcher_killed(launcher)
     lines = assert_quiet(stderr)
     assert lines[-3] == (f"error: the launcher of this --nproc 2 run (pid {launcher.pid}) died (killed, or the "
-                         "out-of-memory killer) and every rank ended with it; it had not made its run directory "
-                         "yet: nothing to resume"), stderr
+                         "out-of-memory killer) and every rank ended with it; it died while the processes were "
+                         "starting: run the same command again"), stderr
     for rank in (0, 1):
         assert lines[-2 + rank] == (f"note: rank {rank} (pid {ranks[rank]}) was stopped (SIGSTOP) when its launcher "
                                     f"(pid {launcher.pid}) died: sent it SIGTERM and SIGCONT so that it stopped with "
@@ -533,3 +533,24 @@ def test_the_watchman_finds_each_rank_s_guard_and_its_grace_period() -> None:
             rank.kill()
             rank.wait()
     assert found == {"guarded": 7.5, "alone": None}
+
+
+def test_a_rank_stopped_while_the_processes_join_is_named_in_one_line(tmp_path) -> None:
+    """Rank 1 stopped in its first moments, the launcher alive: rank 0's rendezvous timed out with a 47-line
+    traceback (DistStoreError) and the launcher's line blamed rank 0. Now rank 0 names rank 1 and its state."""
+    launcher = start_launcher(tmp_path)
+    wait_until(lambda: len(rank_pids(launcher.pid)) == 2, "both ranks starting", launcher)
+    ranks = rank_pids(launcher.pid)
+    os.kill(ranks[1], signal.SIGSTOP)
+    processes = descendants(launcher.pid)
+    try:
+        _, stderr = launcher.communicate(timeout=120)
+    finally:
+        for pid in living(processes | descendants(launcher.pid)):
+            os.kill(pid, signal.SIGKILL)
+    assert launcher.returncode == 1
+    lines = assert_quiet(stderr)
+    assert lines[-1].startswith(f"error: rank 0 (pid {ranks[0]}) failed: the processes of this run did not all join "
+                                f"within distributed.timeout_s={TIMEOUT_S} s ("), stderr
+    assert f"): rank 1 (pid {ranks[1]}) is stopped (SIGSTOP or a debugger); run the same command again" in lines[-1]
+    assert not living(processes)
