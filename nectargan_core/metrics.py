@@ -9,11 +9,19 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from .atomic import atomic_write
+from .errors import RunDirError
+from .filekind import NotRegularFile, open_regular
 from .jsonfiles import value_fits
+from .text import printable
+
+#: The longest line read back (a record is a few hundred bytes; one with thousands of loss terms ~100 KB).
+MAX_LINE = 1024 * 1024
 
 
 def _clean(value: Any) -> Any:
@@ -65,9 +73,16 @@ class MetricsLog:
             self.records = count
             return 0
         try:
-            data = self.path.read_bytes()
+            with os.fdopen(open_regular(self.path), "rb") as handle:  # never a FIFO or a device
+                data = handle.read()
         except FileNotFoundError:
             data = b""
+        except NotRegularFile as exc:
+            raise RunDirError(f"{self.path}: is {exc.strerror}, not the run's metrics log; move it out of the run "
+                              "directory and resume again") from None
+        except OSError as exc:  # a loop of links, no permission
+            raise RunDirError(f"{self.path}: cannot be read ({exc.strerror}); fix or move it out of the run "
+                              "directory and resume again") from None
         lines = data.split(b"\n")[:-1]  # complete lines only
         dropped = max(0, len(lines) - count)
         if dropped or not data.endswith(b"\n") and data:
@@ -85,13 +100,18 @@ def read_metrics(path: str | Path, kind: str | None = None) -> Iterator[dict[str
     (a mistyped run directory must not read as an empty run).
     """
     try:
-        handle = open(path, "rb")
+        handle = os.fdopen(open_regular(path), "rb")
     except FileNotFoundError:
         if not Path(path).parent.is_dir():
             raise FileNotFoundError(f"{path}: no such folder; give the metrics.jsonl of a run directory") from None
         return
+    except OSError as exc:  # a FIFO, a device, a folder, a loop of links, unreadable: the run is shown without it
+        why = exc.strerror if isinstance(exc, NotRegularFile) else f"cannot be read ({exc.strerror})"
+        _warn_once(f"warning: {printable(str(path))}: is {why}, not a metrics log; left out" if isinstance(
+            exc, NotRegularFile) else f"warning: {printable(str(path))}: {why}; left out")
+        return
     with handle:
-        for raw in handle:
+        for raw in _lines(handle):
             if not raw.endswith(b"\n"):
                 break  # being written right now
             try:
@@ -102,6 +122,28 @@ def read_metrics(path: str | Path, kind: str | None = None) -> Iterator[dict[str
                 continue  # not a record (another tool, a damaged line)
             if kind is None or record.get("kind") == kind:
                 yield record
+
+
+def _lines(handle: Any) -> Iterator[bytes]:
+    """The file's lines, each at most :data:`MAX_LINE` bytes: a longer one is skipped whole (never held)."""
+    while True:
+        line = handle.readline(MAX_LINE + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):  # the rest of the over-long line
+                line = handle.readline(MAX_LINE)
+            continue
+        yield line
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(line: str) -> None:
+    if line not in _warned:
+        _warned.add(line)
+        print(line, file=sys.stderr, flush=True)
 
 
 #: The fields of a metrics record and their types; a record with one of another type is skipped as damaged.

@@ -17,9 +17,16 @@ from ..losskeys import is_detail, network_of, repeated_terms
 from ..metrics import read_metrics
 
 
+#: How the log writes non-finite values (``str(float)``); any other string is not a number.
+NON_FINITE = {"nan", "inf", "-inf"}
+
+
 def to_float(value: Any) -> float:
-    """A logged value as a float; the log writes NaN/Inf as strings, other writers may write null."""
-    if isinstance(value, bool) or value is None:
+    """A logged value as a float; the log writes NaN/Inf as strings, other writers may write null.
+
+    Any other string (``"999"``, written by something else) is no number: NaN, never the best value.
+    """
+    if isinstance(value, bool) or value is None or (isinstance(value, str) and value.lower() not in NON_FINITE):
         return math.nan
     try:
         return float(value)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import math
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,11 @@ PANEL_SIZE = (4.8, 3.2)  # inches per subplot; at 100 dpi a 480x320 px panel
 DPI = 100
 TITLE_HEIGHT = 40  # pixels for the figure's title
 MAX_COLUMNS = 3
+#: Panels of one figure (and lines of the learning-rate plot) at most: a crafted log with thousands of loss
+#: terms made plot and report draw for ever; a real trainer logs a handful per network.
+MAX_PANELS = 24
+#: Loss figures (one per network) at most: "K17/t" names a network of its own.
+MAX_NETWORKS = 12
 
 
 @dataclass(frozen=True)
@@ -35,11 +41,30 @@ class Plot:
 
 
 def render_plots(history: History, smooth: int = 10, details: bool = False) -> list[Plot]:
-    """Every figure the log supports: one per network's losses, then validation, then learning rates."""
+    """Every figure the log supports: one per network's losses, then validation, then learning rates.
+
+    Values past what an axis can scale (1e308) draw as they can, without numpy's overflow warnings.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _render(history, smooth, details)
+
+
+def first(curves: dict[str, Series], what: str) -> tuple[dict[str, Series], str]:
+    """At most :data:`MAX_PANELS` of ``curves``, and the title's note when some were left out."""
+    if len(curves) <= MAX_PANELS:
+        return curves, ""
+    return dict(list(curves.items())[:MAX_PANELS]), f" (the first {MAX_PANELS} of {len(curves)} {what})"
+
+
+def _render(history: History, smooth: int, details: bool) -> list[Plot]:
     repeated = history.repeated()  # a term equal to its network's total gets no panel of its own
     totals = {total: term for term, total in repeated.items()}
-    plots = [loss_plot(network, {k: v for k, v in curves.items() if k not in repeated}, smooth, totals)
-             for network, curves in history.losses(details).items()]
+    networks = list(history.losses(details).items())
+    plots = [loss_plot(network, {k: v for k, v in curves.items() if k not in repeated}, smooth, totals,
+                       f" (figure {index + 1} of the first {MAX_NETWORKS} of {len(networks)} networks)"
+                       if len(networks) > MAX_NETWORKS else "")
+             for index, (network, curves) in enumerate(networks[:MAX_NETWORKS])]
     validation = history.validation()
     if validation:
         plots.append(validation_plot(validation))
@@ -63,13 +88,15 @@ def write_plots(plots: list[Plot], out_dir: Path) -> list[Path]:
     return written
 
 
-def loss_plot(network: str, curves: dict[str, Series], smooth: int, repeats: dict[str, str] | None = None) -> Plot:
+def loss_plot(network: str, curves: dict[str, Series], smooth: int, repeats: dict[str, str] | None = None,
+              note: str = "") -> Plot:
     """One panel per loss term: the logged interval means, faint, under their moving average.
 
     ``repeats`` maps a total to the one term it equals (that term has no panel of its own).
     """
     repeats = repeats or {}
-    title = f"{network} losses" if network else "losses"
+    curves, more = first(curves, "terms")
+    title = (f"{network} losses" if network else "losses") + more + note
     figure, axes = new_figure(title, len(curves))
     for ax, (key, series) in zip(axes, curves.items()):
         smoothed = smooth > 1
@@ -84,7 +111,8 @@ def loss_plot(network: str, curves: dict[str, Series], smooth: int, repeats: dic
 
 
 def validation_plot(curves: dict[str, Series]) -> Plot:
-    figure, axes = new_figure("validation metrics", len(curves))
+    curves, more = first(curves, "metrics")
+    figure, axes = new_figure("validation metrics" + more, len(curves))
     for ax, (name, series) in zip(axes, curves.items()):
         ax.plot(series.x, series.y, color="C1", marker="o", markersize=3)
         style(ax, name)
@@ -92,7 +120,8 @@ def validation_plot(curves: dict[str, Series]) -> Plot:
 
 
 def learning_rate_plot(curves: dict[str, Series]) -> Plot:
-    figure, (ax,) = new_figure("learning rates", 1)
+    curves, more = first(curves, "optimizers")
+    figure, (ax,) = new_figure("learning rates" + more, 1)
     for name, series in curves.items():
         ax.plot(series.x, series.y, label=label(name), marker=single_point(series))
     style(ax, "")

@@ -159,6 +159,51 @@ def test_damaged_metrics_lines_are_skipped_by_runs_plot_and_report(source_run, t
         assert done.returncode == 0, (command, done.stderr)
 
 
+@pytest.mark.parametrize("shape", ["fifo", "device", "folder", "loop"])
+def test_a_metrics_log_that_is_no_file_is_left_out_in_one_line(source_run, tmp_path, shape):
+    """metrics.jsonl as a FIFO hung runs, plot, report and resume; linked to /dev/zero it took all memory; as a
+    folder or a loop of links it was a traceback. Now it is left out with a warning, and resume refuses it."""
+    run = copy_of(source_run, tmp_path)
+    log = run / "metrics.jsonl"
+    if shape == "loop":
+        log.unlink()
+        log.symlink_to("metrics.jsonl")
+    else:
+        damage(log, shape)
+    kind = {"fifo": "a FIFO", "device": "a device", "folder": "a folder"}.get(shape)
+    warning = (f"warning: {log}: is {kind}, not a metrics log; left out" if kind
+               else f"warning: {log}: cannot be read (Too many levels of symbolic links); left out")
+    for command in (["runs", str(tmp_path / "runs")], ["runs", str(tmp_path / "runs"), "--json"], ["report", str(run)]):
+        done = run_cli(*command, timeout=60)
+        no_traceback(done)
+        assert done.returncode == 0 and done.stderr.strip() == warning, (command, done.stderr)
+    resumed = run_cli("train", "--resume", str(run), "--set", "loop.epochs=2", timeout=120)
+    no_traceback(resumed)
+    assert resumed.returncode != 0 and str(log) in resumed.stderr.strip().splitlines()[-1], resumed.stderr
+
+
+def test_crafted_metric_values_and_terms_are_no_numbers_and_bounded(source_run, tmp_path):
+    """A string "999" was taken as the best PSNR; 3000 loss terms in one record hung plot and report; 1e308
+    leaked numpy's overflow warnings; a 3 MB line is skipped, not held."""
+    run = copy_of(source_run, tmp_path)
+    with open(run / "metrics.jsonl", "a") as log:
+        log.write(json.dumps({"kind": "val", "epoch": 9, "step": 99, "metrics": {"psnr": "999", "l1": 1e308},
+                              "time": 1.0}) + "\n")
+        log.write(json.dumps({"kind": "train", "epoch": 2, "step": 16, "epoch_progress": 0.1, "steps": 1,
+                              "losses": {f"K{i}/t": 1.0 for i in range(3000)}, "lr": {"opt_g": 0.1},
+                              "time": 1.0}) + "\n")
+        log.write('{"kind": "train", "pad": "' + "x" * 3_000_000 + '"}\n')
+    listed = run_cli("runs", str(tmp_path / "runs"), timeout=60)
+    assert listed.returncode == 0 and "999" not in listed.stdout, listed.stdout
+    for command in (["plot", str(run), "-o", str(tmp_path / "plots")], ["report", str(run)]):
+        done = run_cli(*command, timeout=120)
+        no_traceback(done)
+        assert done.returncode == 0 and "Warning" not in done.stderr, (command, done.stderr)
+    from nectargan_core import read_metrics
+
+    assert not any("pad" in record for record in read_metrics(run / "metrics.jsonl"))
+
+
 def test_a_vanished_folder_while_writing_is_one_line():
     from nectargan_core import describe_os_error
 
