@@ -99,9 +99,12 @@ def _see_off(workers: dict[int, int], launcher: int, grace_s: float, alive: Any,
         except OSError:
             continue
         wake(worker)
-        if state in ("T", "t"):
+        if state == "T":
             _leave_note(rank, f"rank {rank} (pid {worker}) was stopped (SIGSTOP) when its launcher (pid {launcher}) "
                         "died: sent it SIGTERM and SIGCONT so that it stopped with the others")
+        elif state == "t":  # ptrace: no signal moves it until the debugger lets go
+            _leave_note(rank, f"rank {rank} (pid {worker}) was held by a debugger when its launcher (pid {launcher}) "
+                        f"died: it cannot be woken, and is killed if it is still there {grace_s:g} s later")
         left[worker] = rank
     deadline = time.monotonic() + grace_s
     while left:
@@ -188,6 +191,7 @@ def watchman(argv: Sequence[str]) -> None:
             break
         ranks.update(_ranks_of(launcher))
     ranks.update(_ranks_of(launcher))  # a launcher killed by a signal is gone from /proc by now: kept from before
+    ranks.update(_orphans_of(launcher))  # and ranks started in the last moments (a restart) that were not seen yet
     ranks = {pid: rank for pid, rank in ranks.items() if _of_launcher(pid, launcher)}
     graces = {pid: _guard_grace(pid) for pid in ranks}
     unguarded = {pid: rank for pid, rank in ranks.items() if graces[pid] is None}
@@ -219,6 +223,34 @@ def _ranks_of(launcher: int) -> dict[int, int]:
     """The launcher's children that are ranks (they have a ``RANK``): pid -> rank."""
     ranks = {pid: rank_of(pid) for pid in children(launcher) if pid != os.getpid()}
     return {pid: rank for pid, rank in ranks.items() if rank >= 0}
+
+
+def _orphans_of(launcher: int) -> dict[int, int]:
+    """Every process left of ``launcher``'s ranks, from ``/proc``: pid -> rank.
+
+    A rank has the launcher's pid and a ``RANK`` in its environment and is
+    not a guard; what it started itself (DataLoader workers, which inherit
+    that environment) is left to it.
+    """
+    found: dict[int, int] = {}
+    parents: dict[int, int] = {}
+    mark = f"{LAUNCHER_PID_ENV}={launcher}".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        pid = int(entry)
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as handle:
+                environ = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if mark not in environ or GUARD_CODE.encode() in command_line(pid):
+            continue
+        rank = next((int(item[5:]) for item in environ if item.startswith(b"RANK=") and item[5:].isdigit()), -1)
+        state, parent = proc_state(pid)
+        if rank >= 0 and state not in ("", "Z"):
+            found[pid], parents[pid] = rank, parent
+    return {pid: rank for pid, rank in found.items() if parents[pid] not in found}
 
 
 def _of_launcher(pid: int, launcher: int) -> bool:

@@ -554,3 +554,23 @@ def test_a_rank_stopped_while_the_processes_join_is_named_in_one_line(tmp_path) 
                                 f"within distributed.timeout_s={TIMEOUT_S} s ("), stderr
     assert f"): rank 1 (pid {ranks[1]}) is stopped (SIGSTOP or a debugger); run the same command again" in lines[-1]
     assert not living(processes)
+
+
+def test_the_watchman_finds_ranks_it_never_saw_by_their_environment() -> None:
+    """Ranks of a restart that appeared just before the launcher died were not known to the watchman: they
+    printed after its last line. It finds them by the launcher's pid in their environment, not their workers."""
+    from nectargan_core.orphans import _orphans_of
+
+    fake_launcher = 999_999_999
+    code = ("import subprocess, sys, time; print(subprocess.Popen([sys.executable, '-c', 'import time; "
+            "time.sleep(60)']).pid, flush=True); time.sleep(60)")
+    env = {**os.environ, "NECTARGAN_LAUNCHER_PID": str(fake_launcher), "RANK": "3"}
+    rank = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        worker = int(rank.stdout.readline())
+        assert _orphans_of(fake_launcher) == {rank.pid: 3}
+        assert worker not in _orphans_of(fake_launcher)
+    finally:
+        for pid in (worker, rank.pid):
+            os.kill(pid, signal.SIGKILL)
+        rank.wait()
