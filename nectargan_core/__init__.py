@@ -60,7 +60,7 @@ if TYPE_CHECKING:  # the public names loaded on first access (lazy_exports reads
                          at_most)
     # files: complete or absent, and names a terminal can show
     from .atomic import (atomic_write, atomic_write_text, commit_files, commit_folder, describe_os_error, new_folder,
-                         pid_alive, staging, sweep_stale_temps, temp_path)
+                         output_taken, pid_alive, staging, sweep_stale_temps, temp_path)
     from .filekind import kind_of as file_kind
     from .jsonfiles import JSONFileError, read_json, read_json_object
     from .torchload import require_torch
@@ -83,7 +83,7 @@ __all__ = [
     "BATCH_OPTION", "FRACTION_OPTION", "IMAGE_SIDE_OPTION", "IMAGE_WHY", "MAX_IMAGE_SIDE", "MAX_SECONDS",
     "SECONDS_WHY", "SEED_OPTION", "Batch", "BoundedFloat", "BoundedInt", "ImageSide", "Seconds", "Workers", "at_most",
     "atomic_write", "atomic_write_text", "commit_files", "commit_folder", "describe_os_error", "new_folder",
-    "pid_alive", "staging", "sweep_stale_temps", "temp_path", "file_kind", "printable", "printable_lines",
+    "output_taken", "pid_alive", "staging", "sweep_stale_temps", "temp_path", "file_kind", "printable", "printable_lines",
     "JSONFileError", "read_json", "read_json_object", "require_torch",
 ]
 

@@ -81,6 +81,21 @@ def remove_stale_temps(folder: Path, name: Optional[str] = None) -> list[Path]:
 _SWEPT: set[tuple[int, str]] = set()
 
 
+def output_taken(target: Path) -> bool:
+    """Whether a command's new output ``target`` already holds something (a file, or a folder that is not empty).
+
+    Asked before refusing such a target: what a killed earlier run of a command
+    left beside it (its staging folder ``.NAME.tmp-PID``) is removed first, so a
+    refusal never leaves that behind for good.
+    """
+    if target.parent.is_dir():
+        remove_stale_temps(target.parent, target.name)
+    try:
+        return target.exists() and not (target.is_dir() and not any(target.iterdir()))
+    except OSError:  # a folder that cannot be listed is not an empty one
+        return True
+
+
 def sweep_stale_temps(folder: Path) -> list[Path]:
     """:func:`remove_stale_temps` of ``folder``, once per process: the first write into a folder clears what a
     killed earlier run left there (``data split --copy``, ``test``, ``predict`` and every other writer)."""

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable, Optional
 
-from nectargan_core import commit_folder, describe_os_error, file_kind, staging
+from nectargan_core import commit_folder, describe_os_error, file_kind, output_taken, staging
 
 from .errors import DownloadError
 
@@ -95,7 +95,7 @@ def download_dataset(name: str, dest: Path, *, url: Optional[str] = None, sha256
     if not NAME_PATTERN.match(name):
         raise DownloadError(f"invalid dataset name {name!r}: use letters, digits, '_', '.' and '-'")
     source = url or dataset_url(name)
-    if (dest / name).exists() and not _empty_dir(dest / name):
+    if output_taken(dest / name):
         raise DownloadError(f"{dest / name}: already exists; remove it or choose another --dest")
     created = [folder for folder in (dest, *dest.parents) if not folder.exists()]  # removed again on failure
     try:
@@ -160,10 +160,6 @@ def _sha256_of(path: Path, label: str) -> str:
     except OSError as exc:
         raise DownloadError(f"{label}: cannot read: {exc.strerror or exc}") from None
     return digest.hexdigest()
-
-
-def _empty_dir(path: Path) -> bool:
-    return path.is_dir() and not path.is_symlink() and not any(path.iterdir())
 
 
 # -- fetching -----------------------------------------------------------------------------------
@@ -493,7 +489,7 @@ def safe_extract(archive: Path, dest: Path, *, source: Optional[str] = None, nam
         top = next(iter(tops))
         single = len(tops) == 1 and any(e.name == top and e.is_dir or e.name.startswith(top + "/") for e in entries)
         folder = dest / top if single else dest / (name or archive.name.split(".")[0])
-        if folder.exists() and not _empty_dir(folder):
+        if output_taken(folder):
             raise DownloadError(f"{folder}: already exists; remove it or choose another --dest")
         needed = sum(entry.member.size for entry in entries)
         free = shutil.disk_usage(_existing(dest)).free

@@ -16,7 +16,7 @@ from typing import Callable, Iterator, Optional
 
 from PIL import Image
 
-from nectargan_core import commit_folder, printable
+from nectargan_core import commit_folder, output_taken, printable
 
 from .errors import DatasetError
 from .listing import photo_folders
@@ -81,6 +81,6 @@ def output_folder(out: Path, source: Path) -> Path:
                                      "whole, by a rename, when it is complete)"))
     if out == Path(os.path.abspath(source)):
         raise DatasetError(printable(f"{out}: is the input folder; choose a new output folder"))
-    if out.exists() and not (out.is_dir() and not any(out.iterdir())):
+    if output_taken(out):
         raise DatasetError(printable(f"{out}: folder is not empty; choose a new output folder"))
     return out

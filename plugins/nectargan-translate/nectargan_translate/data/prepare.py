@@ -15,6 +15,7 @@ and training refuse it) until the same split, run again, completes it.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 from pathlib import Path
@@ -22,7 +23,8 @@ from typing import Optional
 
 from PIL import Image
 
-from nectargan_core import atomic_write, atomic_write_text, commit_folder, printable, read_json_object, staging
+from nectargan_core import (atomic_write, atomic_write_text, commit_folder, output_taken, printable, read_json_object,
+                            staging, temp_path)
 
 from .check import SPLIT_MARKER, image_size
 from .domains import DOMAINS, domain_dir
@@ -54,7 +56,7 @@ def pair_folders(a_dir: Path, b_dir: Path, out: Path, *, size: Optional[int] = N
             more = f" (+{len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
             raise DatasetError(problems[0] + more)
         plans[key] = pairs
-    if out.exists() and not (out.is_dir() and not any(out.iterdir())):
+    if output_taken(out):
         raise DatasetError(f"{out}: folder is not empty; choose a new output folder")
     with staging(out) as stage:  # renamed to out only when every pair is written
         for key, pairs in plans.items():
@@ -124,13 +126,18 @@ def split_folder(folder: Path, *, val: float, test: float, seed: int, copy: bool
     options = {"val": val, "test": test, "seed": seed, "copy": copy}
     if group is not None:
         options["group"] = group
-    if marker.exists():
+    recorded = os.path.lexists(marker)
+    if not recorded:
+        assignment, paired, groups = _plan_split(folder, val=val, test=test, seed=seed, group=group)
+        recorded = not _record_plan(marker, {"options": options, "paired": paired, "assignment": assignment,
+                                             "groups": groups})  # False: a split started at once recorded first
+        if not recorded and not all((folder / relative).is_file() for units in assignment.values()
+                                    for unit in units for relative in unit):
+            marker.unlink(missing_ok=True)  # planned while another split of it moved files, which then finished
+            raise DatasetError(f"{folder}: another 'nectargan data split' of it finished first; it is split")
+    if recorded:  # an interrupted split's plan, or the plan of the same split running at once: follow it
         plan = _recorded_plan(folder, options)
         assignment, paired, groups = plan["assignment"], plan["paired"], plan.get("groups")
-    else:
-        assignment, paired, groups = _plan_split(folder, val=val, test=test, seed=seed, group=group)
-        atomic_write_text(marker, json.dumps({"options": options, "paired": paired, "assignment": assignment,
-                                              "groups": groups}) + "\n")
     for split, units in assignment.items():
         for unit in units:
             for relative in unit:
@@ -139,8 +146,22 @@ def split_folder(folder: Path, *, val: float, test: float, seed: int, copy: bool
         for side in ("A", "B"):
             if (folder / side).is_dir() and not any((folder / side).iterdir()):
                 (folder / side).rmdir()
-    marker.unlink()
+    marker.unlink(missing_ok=True)  # gone: the same split, running at once, finished first; the result is one
     return {split: len(assignment[split]) for split in SPLITS}, groups
+
+
+def _record_plan(marker: Path, plan: dict) -> bool:
+    """Write the split's plan to ``marker`` if no plan is there yet (one link: two splits at once record one
+    plan, and the other follows it); whether this one's was recorded."""
+    stage = temp_path(marker)
+    atomic_write_text(stage, json.dumps(plan) + "\n")
+    try:
+        os.link(stage, marker)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        stage.unlink(missing_ok=True)
 
 
 def _plan_split(folder: Path, *, val: float, test: float, seed: int, group: Optional[bool] = None,
@@ -343,4 +364,9 @@ def _transfer(source: Path, target: Path, copy: bool) -> None:
             atomic_write(target, lambda out: shutil.copyfileobj(handle, out))
         shutil.copystat(source, target)
     else:
-        shutil.move(str(source), str(target))
+        try:
+            shutil.move(str(source), str(target))
+        except FileNotFoundError:
+            if not target.is_file():
+                raise
+            # the same split running at once moved it first (the plan is the recorded one): done either way

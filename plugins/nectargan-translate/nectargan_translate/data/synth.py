@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
-from nectargan_core import commit_folder, staging
+from nectargan_core import commit_folder, output_taken, staging
 
 from .errors import DatasetError
 
@@ -132,7 +132,7 @@ def split_counts(out: Path, *, count: int, val: float, test: float) -> dict[str,
     The val and test fractions of ``count`` are rounded; train gets the rest,
     at least one image.
     """
-    if out.exists() and not (out.is_dir() and not any(out.iterdir())):
+    if output_taken(out):
         raise DatasetError(f"{out}: folder is not empty; choose a new folder for the synthetic dataset")
     n_val, n_test = round(count * val), round(count * test)
     n_train = count - n_val - n_test
