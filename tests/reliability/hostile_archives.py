@@ -156,7 +156,7 @@ NOT_TAR: dict[str, tuple[Callable[[Path], None], str]] = {
     "empty file": (lambda p: p.write_bytes(b""), "is empty"),
     "random bytes": (lambda p: p.write_bytes(random.Random(7).randbytes(3000)), "is not a tar archive"),
     "gzip of a non-tar": (lambda p: _gzip(p, b"just text, not a tar archive\n" * 40), "is not a tar archive"),
-    "truncated tar.gz": (lambda p: _truncated(p), "truncated or corrupt archive"),
+    "truncated tar.gz": (lambda p: _truncated(p), "the archive is incomplete or damaged ("),
 }
 
 

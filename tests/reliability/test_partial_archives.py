@@ -64,7 +64,21 @@ def damaged() -> dict[str, tuple[str, bytes, str]]:
         "xz cut short": ("g.tar.xz", xz[:-12], "incomplete or damaged (EOFError"),
         "bzip2 cut short": ("h.tar.bz2", bz[:-12], "is bzip2 data cut short or damaged; nothing was extracted"),
         "gzip cut in the middle": ("i.tar.gz", gz[:len(gz) // 2], "Compressed file ended before the end-of-stream"),
+        "cut inside a member's data": ("j.tar", raw[:member_offset(raw, 2) + tarfile.BLOCKSIZE + 100],
+                                       "the archive is incomplete or damaged (unexpected end of data)"),
+        "pax cut inside its global header": ("k.tar", pax_tar()[:812], "is a tar archive cut short or damaged at "
+                                                                        "its start"),
     }
+
+
+def pax_tar() -> bytes:
+    """A PAX archive whose global header holds 600 bytes (cut inside it, it read as "not a tar archive")."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT, pax_headers={"comment": "g" * 600}) as tar:
+        info = tarfile.TarInfo("set/train/0.png")
+        info.size = 10
+        tar.addfile(info, io.BytesIO(b"0123456789"))
+    return buffer.getvalue()
 
 
 def one_error(done) -> str:
@@ -81,7 +95,7 @@ def test_a_partial_local_archive_is_refused_and_nothing_is_extracted(tmp_path, c
     dest = tmp_path / "datasets"
     line = one_error(run_cli("data", "download", "set", "--url", str(archive), "--dest", str(dest)))
     assert line.startswith(f"error: {archive}: ") and says in line, line
-    assert line.endswith("download it again") or "truncated or corrupt archive" in line, line
+    assert line.endswith("download it again"), line
     assert not dest.exists() or not any(dest.iterdir())  # nothing, not even a staging folder
 
 
@@ -127,5 +141,5 @@ def test_a_member_size_no_file_can_have_is_one_line(tmp_path):
     (tmp_path / "huge.tar").write_bytes(bytes(raw))
     line = one_error(run_cli("data", "download", "x", "--url", str(tmp_path / "huge.tar"), "--dest",
                              str(tmp_path / "out")))
-    assert line.startswith(f"error: {tmp_path / 'huge.tar'}: truncated or corrupt archive: "), line
+    assert line.startswith(f"error: {tmp_path / 'huge.tar'}: the archive is incomplete or damaged ("), line
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

@@ -285,6 +285,9 @@ def fetch(url: str, target: Path, progress: Optional[Progress] = None, *, deadli
                 raise DownloadError(f"{url}: download {watchdog.reason}") from None
             if describe_os_error(exc) is not None and not isinstance(exc, urllib.error.URLError):
                 raise  # writing the archive failed (full or read-only disk): the caller names the folder
+            if isinstance(exc, http.client.IncompleteRead):  # a chunked body that ended early
+                raise DownloadError(f"{url}: download incomplete (the connection closed before the end of the "
+                                    "data); try again") from None
             reason = exc.reason if isinstance(exc, urllib.error.URLError) else f"{type(exc).__name__}: {exc}"
             reason = " ".join(str(reason).split())  # a server's bad status line may hold CR LF
             raise DownloadError(f"cannot download {url}: {reason}; check the network connection, "
@@ -396,7 +399,7 @@ def plan_extraction(tar: tarfile.TarFile, dest: Path, label: str) -> list[Entry]
         if normal != ".":
             entries.append(Entry(member, normal, member.isdir()))
     if not entries:
-        raise DownloadError(f"{label}: the archive is empty")
+        raise DownloadError(f"{label}: the archive holds no files; nothing was extracted: check the URL or file")
     return entries
 
 
@@ -430,6 +433,18 @@ def check_whole(tar: tarfile.TarFile, label: str) -> None:
                             "was extracted: download it again") from None
 
 
+def _tar_checksum_fits(block: bytes) -> bool:
+    """Whether a 512-byte block is a tar header by its checksum (old tars have no ``ustar`` magic)."""
+    if len(block) < tarfile.BLOCKSIZE:
+        return False
+    try:
+        stored = int(block[148:156].replace(b"\0", b" ").strip() or b"-1", 8)
+    except ValueError:
+        return False
+    unsigned = sum(block[:148]) + 8 * 32 + sum(block[156:512])
+    return stored == unsigned
+
+
 def not_a_tar(path: Path, label: str) -> DownloadError:
     """The one-line error for a file that is not a tar archive, saying what it looks like."""
     try:
@@ -457,6 +472,9 @@ def not_a_tar(path: Path, label: str) -> DownloadError:
         what, hint = "is a web page (HTML or XML), not an archive", ": check the URL"
     elif not head:
         what, hint = "is empty", ""
+    elif head[257:262] == b"ustar" or _tar_checksum_fits(head):  # a tar whose first header is cut or damaged
+        return DownloadError(f"{label}: is a tar archive cut short or damaged at its start; nothing was extracted: "
+                             "download it again")
     else:
         what, hint = "is not a tar archive", ""
     return DownloadError(f"{label}: {what}; data download extracts {TAR_SUFFIXES} files{hint}")
@@ -477,13 +495,15 @@ def safe_extract(archive: Path, dest: Path, *, source: Optional[str] = None, nam
     except tarfile.ReadError:
         raise not_a_tar(archive, label) from None
     except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
-        raise DownloadError(f"{label}: cannot read the archive: {exc}") from None
+        raise DownloadError(f"{label}: the archive is incomplete or damaged ({' '.join(str(exc).split())}); "
+                            "nothing was extracted: download it again") from None
     with tar:
         try:
             entries = plan_extraction(tar, dest, label)
         except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError, ValueError, OverflowError) as exc:
             # ValueError/OverflowError: a member size no file can have (base-256 or pax) seeks past any offset
-            raise DownloadError(f"{label}: truncated or corrupt archive: {' '.join(str(exc).split())}") from None
+            raise DownloadError(f"{label}: the archive is incomplete or damaged ({' '.join(str(exc).split())}); "
+                                "nothing was extracted: download it again") from None
         check_whole(tar, label)
         tops = {entry.name.split("/")[0] for entry in entries}
         top = next(iter(tops))
@@ -502,7 +522,8 @@ def safe_extract(archive: Path, dest: Path, *, source: Optional[str] = None, nam
                     _write(tar, entry, stage)
                 commit_folder(stage / top if single else stage, folder)
         except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError) as exc:
-            raise DownloadError(f"{label}: truncated or corrupt archive: {exc}; nothing was extracted") from None
+            raise DownloadError(f"{label}: the archive is incomplete or damaged ({' '.join(str(exc).split())}); "
+                                "nothing was extracted: download it again") from None
         except OSError as exc:
             raise DownloadError(f"{label}: cannot extract into {dest}: {describe_os_error(exc, with_file=False) or exc} "
                                 "(nothing was extracted)") from None
