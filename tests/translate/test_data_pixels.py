@@ -143,3 +143,25 @@ def test_a_truncated_jpeg_says_what_to_do(tmp_path: Path) -> None:
     message = str(caught.value)
     assert message.startswith(f"{path}: cannot read image: image file is truncated")
     assert message.endswith("the file is incomplete: copy or export it again") and "\n" not in message
+
+
+def test_an_unreadable_image_is_named_with_what_to_do_wherever_it_was_given(tmp_path, monkeypatch):
+    """An image this user may not read: inside a folder it was "[Errno 13] Permission denied: '<path>'", given
+    directly click refused it as a usage error (exit 2). One rule now: the command names it, saying what to do."""
+    from pathlib import Path
+
+    from nectargan_translate.commands.options import GivenPath
+    from nectargan_translate.data.pixels import UnreadableImage, read_pixels
+
+    assert GivenPath(exists=True).readable is False  # click does not judge it first
+    image = tmp_path / "locked.png"
+    image.write_bytes(b"\x89PNG")
+
+    def denied(self):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "read_bytes", denied)
+    with pytest.raises(UnreadableImage) as refused:
+        read_pixels(image)
+    assert str(refused.value) == (f"{image}: cannot read image: permission denied; let this user read it "
+                                  "(chmod a+r), or run as a user who may")

@@ -34,7 +34,16 @@ class SizeType(click.ParamType):
 
 
 class GivenPath(click.Path):
-    """A path argument or option; an empty one is refused (``Path("")`` would silently mean the current folder)."""
+    """A path argument or option; an empty one is refused (``Path("")`` would silently mean the current folder).
+
+    Whether it can be read is left to the command, which names an unreadable
+    file the same way whether it was given or found in a folder (click's own
+    check made it a usage error, exit 2, in one case and not the other).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("readable", False)
+        super().__init__(*args, **kwargs)
 
     def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> Any:
         if isinstance(value, str) and not value:

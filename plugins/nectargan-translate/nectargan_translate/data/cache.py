@@ -46,7 +46,7 @@ from .options import CACHED_AUGMENTATIONS, PairedDataOptions
 from .paired import PairedDataset, sample_seed
 from .sampler import EpochSampler
 from .unpaired import UnpairedDataset
-from .pixels import PIL_CONVERSIONS, UnreadableImage, _is_png16_colour, _quiet, oriented_size
+from .pixels import PIL_CONVERSIONS, UnreadableImage, _is_png16_colour, _quiet, describe_read_error, oriented_size
 
 #: ``auto`` keeps the cache on the GPU when it takes at most this share of its free memory (the rest is
 #: the networks', their activations' and the step's).
@@ -191,7 +191,7 @@ def _header(path: Path) -> tuple[int, int, int, bool]:
     except UnreadableImage as exc:
         raise DatasetError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - Pillow raises many types on a damaged header
-        raise DatasetError(f"{path}: cannot read image: {exc}") from None
+        raise DatasetError(f"{path}: cannot read image: {describe_read_error(exc)}") from None
     return width, height, bands, eight_bit
 
 

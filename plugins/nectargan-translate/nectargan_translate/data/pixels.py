@@ -78,7 +78,7 @@ def read_pixels(path: Path) -> np.ndarray:
     except UnreadableImage:
         raise
     except Exception as exc:  # noqa: BLE001 - Pillow's decoders raise many types on corrupt data
-        raise UnreadableImage(f"{path}: cannot read image: {_describe(exc)}") from None
+        raise UnreadableImage(f"{path}: cannot read image: {describe_read_error(exc)}") from None
     if array.ndim == 2:
         array = array[:, :, None]
     if orientation in ORIENT:
@@ -97,7 +97,7 @@ def open_upright(path: Path) -> Image.Image:
             turned = upright(image)
             turned.load()
     except Exception as exc:  # noqa: BLE001 - Pillow's decoders raise many types on corrupt data
-        raise UnreadableImage(f"{path}: cannot read image: {_describe(exc)}") from None
+        raise UnreadableImage(f"{path}: cannot read image: {describe_read_error(exc)}") from None
     return turned
 
 
@@ -155,7 +155,7 @@ def oriented_size(path: Path) -> tuple[int, int, int]:
             width, height = image.size
             orientation = exif_orientation(image)
     except Exception as exc:  # noqa: BLE001
-        raise UnreadableImage(f"{path}: cannot read image: {_describe(exc)}") from None
+        raise UnreadableImage(f"{path}: cannot read image: {describe_read_error(exc)}") from None
     return (height, width, orientation) if orientation in SWAPS_SIDES else (width, height, orientation)
 
 
@@ -232,7 +232,7 @@ def _read_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except OSError as exc:
-        raise UnreadableImage(f"{path}: cannot read image: {exc.strerror or exc}") from None
+        raise UnreadableImage(f"{path}: cannot read image: {describe_read_error(exc)}") from None
 
 
 def _pixels(image: Image.Image) -> np.ndarray:
@@ -276,10 +276,14 @@ def _chunk_name(kind: bytes) -> str:
     return kind.decode("latin-1") if kind.isalpha() else repr(kind)
 
 
-def _describe(exc: BaseException) -> str:
+def describe_read_error(exc: BaseException) -> str:
     """Pillow's reason in one line, said plainly where Pillow's own words would puzzle."""
     if isinstance(exc, UnidentifiedImageError):  # its message names the in-memory buffer, not the file
         return "not an image file Pillow can read (unknown format, or a damaged header)"
+    if isinstance(exc, PermissionError):
+        return "permission denied; let this user read it (chmod a+r), or run as a user who may"
+    if isinstance(exc, OSError) and exc.strerror:  # without the errno and the path, which the line names already
+        return exc.strerror
     text = str(exc).strip().splitlines()
     reason = text[0] if text else type(exc).__name__
     if reason.startswith("decoder error") or reason in ("broken data stream when reading image file",
