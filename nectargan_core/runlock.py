@@ -91,6 +91,9 @@ class RunLock:
             except NotRegularFile as exc:
                 raise RunDirError(f"{path}: the run's lock file is {exc.strerror}, not a file; remove it (the next "
                                   "run that takes this run directory makes a new one)") from None
+            except IsADirectoryError:
+                raise RunDirError(f"{path}: the run's lock file is a folder, not a file; remove it (the next run "
+                                  "that takes this run directory makes a new one)") from None
             except OSError as exc:
                 raise RunDirError(f"{path}: cannot create the run's lock file: {exc.strerror}; "
                                   "check that the run directory is writable") from None

@@ -13,6 +13,7 @@ plugins' sections make to files in the run directory.
 from __future__ import annotations
 
 import copy
+import os
 import re
 import time
 from pathlib import Path
@@ -168,7 +169,9 @@ def setup_body(run: RunDir, config: Mapping[str, Any]) -> str:
     details = f"<details><summary>Full resolved config (config.yaml)</summary><pre>{full}</pre></details>"
     if rows:
         return table([(str(label), str(text)) for label, text in rows]) + details
-    note = "<p class=\"note\">This run has no summary.json (it predates it); its key settings:</p>"
+    why = ("its summary.json cannot be read (damaged, or not written by NectarGAN)"
+           if os.path.lexists(run.summary_file) else "This run has no summary.json (it predates it)")
+    note = f"<p class=\"note\">{esc(why[0].upper() + why[1:])}; its key settings:</p>"
     return f"{note}{table(key_settings(config))}{details}"
 
 

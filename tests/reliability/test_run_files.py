@@ -210,3 +210,22 @@ def test_a_vanished_folder_while_writing_is_one_line():
     error = FileNotFoundError(2, "No such file or directory", "out/train/00000.png")
     assert describe_os_error(error) == ("out/train/00000.png: No such file or directory; it, or a folder on its path, "
                                         "was removed or moved while the command ran; run it again")
+
+
+def test_a_damaged_summary_and_a_lock_that_is_a_folder_are_named_as_such(source_run, tmp_path):
+    """report said a damaged summary.json was missing ("it predates it"); a run.lock folder was blamed on the
+    run directory's permissions."""
+    run = copy_of(source_run, tmp_path)
+    (run / "summary.json").write_text("[1, 2]")
+    reported = run_cli("report", str(run), timeout=60)
+    assert reported.returncode == 0, reported.stderr
+    page = (run / "report.html").read_text()
+    assert "Its summary.json cannot be read (damaged, or not written by NectarGAN); its key settings" in page
+    assert "predates" not in page
+    (run / "run.lock").unlink()
+    (run / "run.lock").mkdir()
+    resumed = run_cli("train", "--resume", str(run), "--set", "loop.epochs=2", timeout=120)
+    no_traceback(resumed)
+    assert resumed.returncode == 1 and resumed.stderr.strip().splitlines()[-1] == (
+        f"error: {run / 'run.lock'}: the run's lock file is a folder, not a file; remove it (the next run that "
+        "takes this run directory makes a new one)"), resumed.stderr
