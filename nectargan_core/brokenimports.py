@@ -43,12 +43,20 @@ def failed_package(exc: BaseException, own: tuple[str, ...] = ()) -> str | None:
 def shadowed(package: str) -> str | None:
     """The file Python imported as ``package`` when it is not the installed distribution's (a ``torch.py`` or a
     ``torch/`` folder in the current folder or on PYTHONPATH hides the installed torch), else None."""
+    from importlib.metadata import PackageNotFoundError, distribution
+    from importlib.util import find_spec
+    from pathlib import Path
+
     module = sys.modules.get(package)
     where = getattr(module, "__file__", None)
-    if module is None or not where:
+    if module is None:  # its import failed (and was undone): what Python would import
+        try:
+            spec = find_spec(package)
+        except (ImportError, ValueError):
+            return None
+        where = spec.origin if spec is not None else None
+    if not where:
         return None
-    from importlib.metadata import PackageNotFoundError, distribution
-    from pathlib import Path
 
     try:
         installed = distribution(DISTRIBUTIONS.get(package, package))
@@ -57,6 +65,16 @@ def shadowed(package: str) -> str | None:
     own = {str(Path(str(installed.locate_file(f))).resolve()) for f in (installed.files or ())
            if str(f).endswith(".py") and str(f).split("/")[0] == package}
     return None if not own or str(Path(where).resolve()) in own else where
+
+
+#: The packages whose installed copy a stray file of the same name most often hides.
+HIDEABLE = ("torch", "torchvision", "numpy", "PIL", "yaml")
+
+
+def any_shadowed() -> str | None:
+    """The first of :data:`HIDEABLE` that a stray file hides, for errors that name no package (an
+    AttributeError from a ``torch/nn/`` that has no ``Module``)."""
+    return next((package for package in HIDEABLE if shadowed(package)), None)
 
 
 def shadow_line(package: str, exc: BaseException) -> str | None:
@@ -78,7 +96,7 @@ def install_hint(package: str) -> str:
 
 def describe(exc: ImportError) -> str | None:
     """One line for an import that failed in a dependency, or None when NectarGAN's own code is at fault."""
-    package = failed_package(exc)
+    package = failed_package(exc) or any_shadowed()
     if package is None:
         return None
     hidden = shadow_line(package, exc)

@@ -342,7 +342,7 @@ def _not_joined(rank: int, timeout_s: float, error: BaseException) -> str:
 
 
 #: A C++ source location in torch's and gloo's messages (``[/__w/pytorch/.../pair.cc:561] ``), and gloo's sign-off.
-CPP_NOISE = re.compile(r"\[[^\]\s]*\.(?:cc|cpp|cxx|h|hpp):\d+\]\s*|\s*GLHF!.*$")
+CPP_NOISE = re.compile(r"\[[^\]\s]*\.(?:cc|cpp|cxx|h|hpp):\d+\]\s*|\s*GLHF!.*$|,\s*keys: /.*$")
 
 
 def first_line(exc: BaseException) -> str:
@@ -535,6 +535,9 @@ def _describe_silent(rank: int, record: dict[str, Any], host: str) -> str:
         return f"{name} has exited" + (f" ({last})" if last else "")
     if state not in ("T", "t"):
         return f"{name} stopped answering: no sign of life since the wait began ({last or 'never seen'})"
+    if state == "t":  # ptrace: no signal moves it until the debugger lets go
+        return (f"{name} stopped answering: its process is held by a debugger{' (' + last + ')' if last else ''}; "
+                "it cannot be woken, and is killed when the launcher's grace period ends")
     try:
         os.kill(pid, signal.SIGTERM)
         os.kill(pid, signal.SIGCONT)

@@ -98,7 +98,10 @@ def speak_for_the_launcher(folder: Path, launcher: Optional[int] = None, nproc: 
     own = recorded_error(folder, attempt=_last_attempt(folder))  # recorded while the launcher lived
     if launcher is not None:
         hint = resume_hint(folder, nproc) or "; it died while the processes were starting: run the same command again"
-        if own is not None:  # the line the launcher would have printed, had it lived
+        if rank0_exit_code(folder) == 0:  # the run had finished: nothing to resume, nothing lost
+            say(f"note: the launcher of this --nproc {nproc} run (pid {launcher}) died after the run had finished; "
+                "its results are complete")
+        elif own is not None:  # the line the launcher would have printed, had it lived
             rank = own["rank"]
             say(f"error: rank {rank} (pid {own.get('pid')}) failed: {own['line'].removeprefix(f'rank {rank}: ')}; "
                 f"its launcher (pid {launcher}) died before printing this" + hint)

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
-from .brokenimports import failed_package, install_hint, shadow_line
+from .brokenimports import any_shadowed, failed_package, install_hint, shadow_line
 from .errors import NameConflictError, PluginError
 from .first_party import provider_hint
 from .lazy import resolve
@@ -82,7 +82,7 @@ class Component:
         except (ImportError, AttributeError, ValueError) as exc:
             own = (self.ref.split(":")[0].split(".")[0],) if isinstance(self.ref, str) else ()
             culprit = failed_package(exc, own)
-            hidden = shadow_line(culprit, exc) if culprit is not None else None
+            hidden = shadow_line(culprit or any_shadowed() or "", exc)
             if hidden is not None:
                 advice = hidden
             elif culprit is None:

@@ -424,6 +424,8 @@ class Trainer:
         """Whether everything the loop asks for is trained (``loop.epochs``, or ``loop.max_steps`` reached),
         however the run stopped: a stop that lands on the last step leaves nothing to resume."""
         loop = self.config.loop
+        if self._ending_epoch is not None:  # a stop while the last epoch ends (validation): it is not ended yet
+            return False
         if loop.max_steps is not None and self.global_step >= loop.max_steps:
             return True
         return self.epochs_done >= loop.epochs

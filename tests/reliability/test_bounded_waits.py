@@ -240,6 +240,33 @@ def test_a_validation_wait_is_bounded_and_the_resume_validates_again_exactly(tmp
         assert all(torch.equal(theirs[network][k], ours[network][k]) for k in theirs[network]), network
 
 
+def test_a_stop_in_the_last_epoch_s_validation_is_an_interrupted_run_that_resumes_to_its_end(tmp_path, data):
+    """A SIGTERM while the last epoch validates: the run said ``finished`` (status too) with the epoch never
+    ended (no validation record, no examples), so nobody would resume it. It is ``interrupted`` now, and the
+    resume validates and ends the epoch."""
+    common = ["data.num_workers=1", "data.cache=off", "loop.epochs=1", "data.val.batch_size=1",
+              "checkpoint.every_epochs=null"]
+    run = Training(tmp_path, settings(data, *common))
+    try:
+        run.wait_for(lambda: len(children(run.process.pid)) >= 2, "validation workers")
+        run.stop_workers()
+        time.sleep(1.0)
+        os.kill(run.process.pid, signal.SIGTERM)
+        code, err, _ = run.finish(60)
+        assert code == 143 and "Traceback" not in err and "finished" not in err, err
+        assert status(run.run_dir)["status"] == "interrupted"
+        assert not run.left_behind()
+    finally:
+        run.kill()
+    records = [json.loads(line) for line in (run.run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert not [r for r in records if r["kind"] in ("val", "epoch")]
+    resumed = run_cli("train", "--resume", str(run.run_dir), cwd=tmp_path)
+    assert resumed.returncode == 0 and "finished" in resumed.stderr, resumed.stderr
+    records = [json.loads(line) for line in (run.run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in records if r["kind"] in ("val", "epoch")] == [0, 0]
+    assert status(run.run_dir)["status"] == "finished"
+
+
 def test_a_worker_killed_is_one_line_with_the_position_saved(tmp_path, data):
     run = Training(tmp_path, settings(data, "data.num_workers=2", "data.cache=off", "loop.epochs=50"))
     try:

@@ -574,3 +574,21 @@ def test_the_watchman_finds_ranks_it_never_saw_by_their_environment() -> None:
         for pid in (worker, rank.pid):
             os.kill(pid, signal.SIGKILL)
         rank.wait()
+
+
+def test_a_launcher_killed_after_the_run_finished_says_the_results_are_complete(tmp_path) -> None:
+    """The launcher killed once the run had finished: the watchman's line said to resume a finished run."""
+    base = ["run.device=cpu", "visualizers=[]", "toy.samples=16", "toy.batch_size=4", "loop.epochs=2",
+            f"distributed.timeout_s={TIMEOUT_S}"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")}
+    launcher = subprocess.Popen([str(Path(sys.executable).with_name("nectargan")), "train", "--trainer", "toy",
+                                 *(a for s in base for a in ("--set", s)), "--nproc", "2"], cwd=tmp_path, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    status_file = tmp_path / "runs/run/version_0/status.json"
+    wait_until(lambda: status_file.exists() and '"finished"' in status_file.read_text(), "the run finishing",
+               launcher)
+    stderr, _ = end_after_launcher_killed(launcher)
+    lines = assert_quiet(stderr)
+    assert lines[-1] == (f"note: the launcher of this --nproc 2 run (pid {launcher.pid}) died after the run had "
+                         "finished; its results are complete"), stderr
+    assert json.loads(status_file.read_text())["status"] == "finished"

@@ -84,15 +84,18 @@ def test_a_torch_that_fails_to_import_is_one_line(run_dir, tmp_path, raises):
     assert not (tmp_path / "t").exists()
 
 
-@pytest.mark.parametrize("shape", ["torch/__init__.py", "torch.py"])
+@pytest.mark.parametrize("shape", ["torch/__init__.py", "torch.py", "torch/nn/__init__.py", "raising torch.py"])
 @pytest.mark.parametrize("name", ["nectargan train", "nectargan test", "nectargan models show"])
 def test_a_file_named_torch_that_hides_the_installed_one_is_named(run_dir, tmp_path, shape, name):
     """A ``torch.py`` or ``torch/`` earlier on the path imports, but is no PyTorch: ``models`` printed a
     traceback ("cannot import name 'nn' from 'torch'"), ``test`` said torch was not installed, ``train`` said to
     install it; torch is installed, and what to do is to move the file that hides it."""
-    fake = tmp_path / "shadow" / shape
+    fake = tmp_path / "shadow" / shape.removeprefix("raising ")
     fake.parent.mkdir(parents=True)
-    fake.write_text("__version__ = '2.14.1'\n")
+    fake.write_text("raise ImportError('fake')\n" if shape.startswith("raising") else "__version__ = '2.14.1'\n")
+    if shape == "torch/nn/__init__.py":  # torch.nn imports, but holds no Module: an AttributeError, no ImportError
+        (fake.parent.parent / "__init__.py").write_text("")
+        fake = fake.parent.parent / "__init__.py"
     exe = Path(sys.executable).with_name("nectargan")
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")},
            "PYTHONPATH": os.pathsep.join([str(tmp_path / "shadow"), os.environ.get("PYTHONPATH", "")])}
