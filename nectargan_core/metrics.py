@@ -57,7 +57,9 @@ class MetricsLog:
         line = json.dumps(_clean(dict(record)), separators=(",", ":")) + "\n"
         if self.guard is not None:
             self.guard()
-        with open(self.path, "a", encoding="utf-8") as handle:
+        # never through a link: a metrics.jsonl linked elsewhere would have the run write outside its directory
+        fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644, follow_links=False)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(line)
             handle.flush()
         self.records += 1
@@ -73,7 +75,7 @@ class MetricsLog:
             self.records = count
             return 0
         try:
-            with os.fdopen(open_regular(self.path), "rb") as handle:  # never a FIFO or a device
+            with os.fdopen(open_regular(self.path, follow_links=False), "rb") as handle:  # never a FIFO, device, link
                 data = handle.read()
         except FileNotFoundError:
             data = b""

@@ -35,7 +35,8 @@ from .config import CoreConfig, dump_yaml, load_config, load_file
 from .config.sections import amp_mode, check_amp
 from .device import resolve_device, seed_everything, set_deterministic
 from .distributed import Distributed
-from .errors import CheckpointError, ConfigError, NectarGANError, PluginError
+from .errors import CheckpointError, ConfigError, NectarGANError, PluginError, RunDirError
+from .filekind import kind_of
 from .guard import guard
 from .hookcheck import check_object, check_run_parts
 from .hookproxy import object_name, part_of, proxy_for
@@ -46,6 +47,7 @@ from .provenance import pins_for
 from .rundir import RunDir, latest_run
 from .runlock import RunLock, describe_holder
 from .stepgraph import check_mode as check_graph_mode
+from .text import printable
 from .trainer import Trainer, check_trainer_class
 
 
@@ -224,6 +226,10 @@ class Run:
         # a second writer is refused before anything is read or changed.
         lock = RunLock.acquire(run_dir.path, record=False) if os.environ.get("RANK", "0") == "0" else None
         try:
+            for folder in (run_dir.checkpoints, run_dir.examples):  # before a whole epoch is trained to fail there
+                if os.path.lexists(folder) and (folder.is_symlink() or not folder.is_dir()):
+                    raise RunDirError(printable(f"{folder}: is {kind_of(os.lstat(folder).st_mode)}, not a folder of the run; "
+                                                "move it out of the run directory and resume again"))
             run = cls._resume(run_dir, lock, checkpoint, overrides, plugins, host, keep_schedule, data_changed)
             # The state loaded: only now does anything in the run directory change.
             if run.dist.is_main:

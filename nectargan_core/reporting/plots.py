@@ -50,6 +50,16 @@ def render_plots(history: History, smooth: int = 10, details: bool = False) -> l
         return _render(history, smooth, details)
 
 
+#: The largest magnitude drawn: matplotlib's tick maths overflows near the float limit (1.7e308 crashed plot
+#: and report with "arange: cannot compute length"); a loss that large is a blow-up, left out like a NaN.
+MAX_DRAWN = 1e300
+
+
+def plottable(values: list[float]) -> list[float]:
+    """``values`` with those no axis can scale left out (NaN: a gap in the curve)."""
+    return [v if math.isfinite(v) and abs(v) < MAX_DRAWN else math.nan for v in values]
+
+
 def first(curves: dict[str, Series], what: str) -> tuple[dict[str, Series], str]:
     """At most :data:`MAX_PANELS` of ``curves``, and the title's note when some were left out."""
     if len(curves) <= MAX_PANELS:
@@ -100,10 +110,10 @@ def loss_plot(network: str, curves: dict[str, Series], smooth: int, repeats: dic
     figure, axes = new_figure(title, len(curves))
     for ax, (key, series) in zip(axes, curves.items()):
         smoothed = smooth > 1
-        ax.plot(series.x, series.y, color="C0", linewidth=1, alpha=0.35 if smoothed else 1.0, label="raw",
+        ax.plot(series.x, plottable(series.y), color="C0", linewidth=1, alpha=0.35 if smoothed else 1.0, label="raw",
                 marker=single_point(series))
         if smoothed:
-            ax.plot(series.x, moving_average(series.y, smooth), color="C0", linewidth=1.8,
+            ax.plot(series.x, plottable(moving_average(plottable(series.y), smooth)), color="C0", linewidth=1.8,
                     label=f"moving average ({smooth})")
         style(ax, f"{key} (= {repeats[key]})" if key in repeats else key)
     axes[0].legend(fontsize="small")
@@ -114,7 +124,7 @@ def validation_plot(curves: dict[str, Series]) -> Plot:
     curves, more = first(curves, "metrics")
     figure, axes = new_figure("validation metrics" + more, len(curves))
     for ax, (name, series) in zip(axes, curves.items()):
-        ax.plot(series.x, series.y, color="C1", marker="o", markersize=3)
+        ax.plot(series.x, plottable(series.y), color="C1", marker="o", markersize=3)
         style(ax, name)
     return Plot("validation", "validation metrics", to_png(figure))
 
@@ -123,7 +133,7 @@ def learning_rate_plot(curves: dict[str, Series]) -> Plot:
     curves, more = first(curves, "optimizers")
     figure, (ax,) = new_figure("learning rates" + more, 1)
     for name, series in curves.items():
-        ax.plot(series.x, series.y, label=label(name), marker=single_point(series))
+        ax.plot(series.x, plottable(series.y), label=label(name), marker=single_point(series))
     style(ax, "")
     ax.legend(fontsize="small")
     return Plot("learning-rates", "learning rates", to_png(figure))

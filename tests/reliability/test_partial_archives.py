@@ -68,7 +68,23 @@ def damaged() -> dict[str, tuple[str, bytes, str]]:
                                        "the archive is incomplete or damaged (unexpected end of data)"),
         "pax cut inside its global header": ("k.tar", pax_tar()[:812], "is a tar archive cut short or damaged at "
                                                                         "its start"),
+        "gzip of a tar cut in its first header": ("l.tar.gz", gzip.compress(raw[:300]), "is a tar archive cut short "
+                                                                                         "or damaged at its start"),
     }
+
+
+def test_an_archive_of_folders_alone_holds_no_dataset(tmp_path):
+    """A tar holding only a folder was extracted as an empty dataset, exit 0."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo("set")
+        info.type = tarfile.DIRTYPE
+        tar.addfile(info)
+    archive = tmp_path / "folders.tar"
+    archive.write_bytes(buffer.getvalue())
+    line = one_error(run_cli("data", "download", "set", "--url", str(archive), "--dest", str(tmp_path / "d")))
+    assert line == f"error: {archive}: the archive holds no files; nothing was extracted: check the URL or file"
+    assert not (tmp_path / "d").exists()
 
 
 def pax_tar() -> bytes:

@@ -112,10 +112,11 @@ def test_a_killed_run_s_staging_folder_goes_even_when_the_rerun_is_refused(tmp_p
     assert not stale.exists() and (tmp_path / "shapes" / "keep.txt").read_text() == "theirs"
 
 
-def test_two_data_split_of_one_folder_make_one_split(tmp_path):
-    """Two splits of one folder at once: the one that finished second said the split marker or a file was
+def test_three_data_split_of_one_folder_make_one_split(tmp_path):
+    """Three splits of one folder at once: the one that finished second said the split marker or a file was
     "removed or moved while the command ran; run it again" (and running it again said it was split already).
-    Both follow the one recorded plan, so the second finds its work done."""
+    All follow the one recorded plan, so the others find their work done, or say the first finished (a loser
+    that found the plan gone told the user to undo the split)."""
     rng = np.random.default_rng(1)
     folder = tmp_path / "photos"
     for round_ in range(6):
@@ -125,7 +126,7 @@ def test_two_data_split_of_one_folder_make_one_split(tmp_path):
         folder.mkdir()
         for i in range(60):
             Image.fromarray(rng.integers(0, 256, (24, 48, 3), dtype=np.uint8)).save(folder / f"{i:03d}.png")
-        racers = [nectargan("data", "split", str(folder), "--val", "0.2", "--test", "0.2") for _ in range(2)]
+        racers = [nectargan("data", "split", str(folder), "--val", "0.2", "--test", "0.2") for _ in range(3)]
         results = [(p.wait(timeout=120), p.communicate()[1]) for p in racers]
         for code, err in results:
             assert "Traceback" not in err and "run it again" not in err, results

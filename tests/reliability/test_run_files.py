@@ -229,3 +229,42 @@ def test_a_damaged_summary_and_a_lock_that_is_a_folder_are_named_as_such(source_
     assert resumed.returncode == 1 and resumed.stderr.strip().splitlines()[-1] == (
         f"error: {run / 'run.lock'}: the run's lock file is a folder, not a file; remove it (the next run that "
         "takes this run directory makes a new one)"), resumed.stderr
+
+
+def test_a_linked_metrics_log_or_an_examples_fifo_is_refused_before_anything_is_written(source_run, tmp_path):
+    """metrics.jsonl linked to a missing file outside the run: resume wrote the run's records there (as root,
+    even to /nonexistent); examples/ as a FIFO: resume trained a whole epoch, then failed and lost it."""
+    run = copy_of(source_run, tmp_path)
+    outside = tmp_path / "outside.jsonl"
+    (run / "metrics.jsonl").unlink()
+    (run / "metrics.jsonl").symlink_to(outside)
+    resumed = run_cli("train", "--resume", str(run), "--set", "loop.epochs=2", timeout=120)
+    no_traceback(resumed)
+    assert resumed.returncode == 1 and resumed.stderr.strip().splitlines()[-1] == (
+        f"error: {run / 'metrics.jsonl'}: is a symbolic link, not the run's metrics log; move it out of the run "
+        "directory and resume again"), resumed.stderr
+    assert not outside.exists()
+    (run / "metrics.jsonl").unlink()
+    shutil.copy(source_run / "metrics.jsonl", run / "metrics.jsonl")
+    shutil.rmtree(run / "examples", ignore_errors=True)
+    os.mkfifo(run / "examples")
+    before = sorted(p.name for p in (run / "checkpoints").iterdir())
+    resumed = run_cli("train", "--resume", str(run), "--set", "loop.epochs=3", timeout=120)
+    no_traceback(resumed)
+    assert resumed.returncode == 1 and resumed.stderr.strip().splitlines()[-1] == (
+        f"error: {run / 'examples'}: is a FIFO, not a folder of the run; move it out of the run directory and "
+        "resume again"), resumed.stderr
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == before
+
+
+def test_values_at_the_float_limit_are_left_out_of_the_plots(source_run, tmp_path):
+    """A loss of 1.7e308 crashed plot and report inside matplotlib ("arange: cannot compute length")."""
+    run = copy_of(source_run, tmp_path)
+    with open(run / "metrics.jsonl", "a") as log:
+        for value in (1.7e308, -1.7e308, 1e308):
+            log.write(json.dumps({"kind": "train", "epoch": 1, "step": 99, "epoch_progress": 1.5, "steps": 1,
+                                  "losses": {"G/total": value}, "lr": {"opt_g": value}, "time": 1.0}) + "\n")
+    for command in (["plot", str(run), "-o", str(tmp_path / "plots")], ["report", str(run)]):
+        done = run_cli(*command, timeout=120)
+        no_traceback(done)
+        assert done.returncode == 0 and not done.stderr.strip(), (command, done.stderr)

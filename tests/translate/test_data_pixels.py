@@ -165,3 +165,27 @@ def test_an_unreadable_image_is_named_with_what_to_do_wherever_it_was_given(tmp_
         read_pixels(image)
     assert str(refused.value) == (f"{image}: cannot read image: permission denied; let this user read it "
                                   "(chmod a+r), or run as a user who may")
+
+
+def test_a_sub_folder_that_cannot_be_listed_is_named_by_a_recursive_predict(tmp_path, monkeypatch):
+    """``predict -r`` left out a sub-folder this user may not list, without a word (rglob skips it)."""
+    import os
+
+    from nectargan_translate.data.errors import DatasetError
+    from nectargan_translate.files import find_inputs
+
+    (tmp_path / "in" / "inner").mkdir(parents=True)
+    (tmp_path / "in" / "a.png").write_bytes(b"x")
+    (tmp_path / "in" / "inner" / "b.png").write_bytes(b"x")
+    real = os.scandir
+
+    def scandir(path="."):
+        if str(path).endswith("inner"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(DatasetError) as refused:
+        find_inputs([tmp_path / "in"], recursive=True)
+    assert str(refused.value) == (f"{tmp_path / 'in' / 'inner'}: cannot be listed (Permission denied); let this user "
+                                  "read it (chmod a+rx), or leave it out of the inputs")

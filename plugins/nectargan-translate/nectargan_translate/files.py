@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from nectargan_core import NectarGANError
+from nectargan_core import NectarGANError, printable
 
 from .data.check import image_size
 from .data.pixels import UnreadableImage
@@ -42,6 +42,24 @@ def output_names(inputs: Sequence[Path]) -> list[Path]:
             else path.with_name(f"{path.stem}_{path.suffix.lstrip('.')}.png") for path in inputs]
 
 
+def _entries(folder: Path, recursive: bool) -> list[Path]:
+    """What ``folder`` holds (with ``recursive``, its sub-folders' entries too); a folder this user cannot list is
+    named in one line (``rglob`` left it out without a word)."""
+    def refuse(error: OSError) -> None:
+        raise DatasetError(printable(f"{error.filename or folder}: cannot be listed ({error.strerror}); let this "
+                                     "user read it (chmod a+rx), or leave it out of the inputs"))
+
+    if not recursive:
+        try:
+            return list(folder.iterdir())
+        except OSError as error:
+            refuse(error)
+    found = []
+    for parent, folders, files in os.walk(folder, onerror=refuse):
+        found += [Path(parent) / name for name in (*folders, *files)]
+    return found
+
+
 def find_inputs(inputs: Sequence[str | Path], recursive: bool = False) -> list[tuple[Path, Path]]:
     """``(file, name under the output folder)`` for every image named, or found in a named folder.
 
@@ -54,7 +72,7 @@ def find_inputs(inputs: Sequence[str | Path], recursive: bool = False) -> list[t
         if path.is_file():
             found.append((path, Path(path.name)))
         elif path.is_dir():
-            candidates = path.rglob("*") if recursive else path.iterdir()
+            candidates = _entries(path, recursive)
             named = sorted(p for p in candidates if p.suffix.lower() in IMAGE_EXTENSIONS
                            and not any(part.startswith(".") for part in p.relative_to(path).parts))
             # an entry named like an image that is none (a FIFO, a device, a looping link) is named, not skipped

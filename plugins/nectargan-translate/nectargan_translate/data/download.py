@@ -398,7 +398,7 @@ def plan_extraction(tar: tarfile.TarFile, dest: Path, label: str) -> list[Entry]
                                 "nothing was extracted")
         if normal != ".":
             entries.append(Entry(member, normal, member.isdir()))
-    if not entries:
+    if all(entry.is_dir for entry in entries):  # nothing, or folders alone: no dataset
         raise DownloadError(f"{label}: the archive holds no files; nothing was extracted: check the URL or file")
     return entries
 
@@ -464,6 +464,14 @@ def not_a_tar(path: Path, label: str) -> DownloadError:
         except (EOFError, OSError, zlib.error, lzma.LZMAError):
             return DownloadError(f"{label}: is {compressed} data cut short or damaged; nothing was extracted: "
                                  "download it again")
+        try:
+            with opener(path, "rb") as stream:
+                inner = stream.read(tarfile.BLOCKSIZE)
+        except (EOFError, OSError, zlib.error, lzma.LZMAError):
+            inner = b""
+        if inner[257:262] == b"ustar" or _tar_checksum_fits(inner):  # whole compression of a tar cut short
+            return DownloadError(f"{label}: is a tar archive cut short or damaged at its start ({compressed}); "
+                                 "nothing was extracted: download it again")
         what, hint = f"is not a tar archive (it is {compressed} data of something else)", ""
         return DownloadError(f"{label}: {what}; data download extracts {TAR_SUFFIXES} files{hint}")
     if head.startswith((b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")):
@@ -471,7 +479,8 @@ def not_a_tar(path: Path, label: str) -> DownloadError:
     elif head.lstrip()[:1] == b"<":
         what, hint = "is a web page (HTML or XML), not an archive", ": check the URL"
     elif not head:
-        what, hint = "is empty", ""
+        return DownloadError(f"{label}: is empty (0 bytes); nothing was extracted: download it again, or check the "
+                             "URL")
     elif head[257:262] == b"ustar" or _tar_checksum_fits(head):  # a tar whose first header is cut or damaged
         return DownloadError(f"{label}: is a tar archive cut short or damaged at its start; nothing was extracted: "
                              "download it again")

@@ -136,7 +136,13 @@ def split_folder(folder: Path, *, val: float, test: float, seed: int, copy: bool
             marker.unlink(missing_ok=True)  # planned while another split of it moved files, which then finished
             raise DatasetError(f"{folder}: another 'nectargan data split' of it finished first; it is split")
     if recorded:  # an interrupted split's plan, or the plan of the same split running at once: follow it
-        plan = _recorded_plan(folder, options)
+        try:
+            plan = _recorded_plan(folder, options)
+        except DatasetError:
+            if not os.path.lexists(marker):  # the same split, running at once, finished (and removed it) meanwhile
+                raise DatasetError(f"{folder}: another 'nectargan data split' of it finished first; it is split") \
+                    from None
+            raise
         assignment, paired, groups = plan["assignment"], plan["paired"], plan.get("groups")
     for split, units in assignment.items():
         for unit in units:
