@@ -492,14 +492,23 @@ class Liveness:
             return verdict
 
     def _diagnose_locally(self) -> str | None:
-        """After the launcher died: the ranks on this machine that have exited or are stopped, from ``/proc``."""
-        found = []
-        for rank, (pid, host) in sorted(self.peers.items()):
-            if rank == self.rank or host != self.host:
-                continue
-            state = proc_state(pid)[0]
-            if state in ("", "Z", "T", "t"):
-                found.append(_describe_silent(rank, {"pid": pid, "host": host}, self.host))
+        """After the launcher died: the ranks on this machine that have exited or are stopped, from ``/proc``.
+
+        A rank killed closes its sockets a moment before it shows as exited (the
+        connection reset can come first): it is looked for during up to 1 s.
+        """
+        found: list[str] = []
+        deadline = time.monotonic() + 1.0
+        while not found:
+            for rank, (pid, host) in sorted(self.peers.items()):
+                if rank == self.rank or host != self.host:
+                    continue
+                state = proc_state(pid)[0]
+                if state in ("", "Z", "T", "t"):
+                    found.append(_describe_silent(rank, {"pid": pid, "host": host}, self.host))
+            if found or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
         if not found:
             return None
         return "; ".join(found) + f" (its launcher, pid {self.parent}, died)"
