@@ -65,6 +65,19 @@ def make_fake_dist(root: Path, dist: str, module: str, source: str, entry_name: 
     return root
 
 
+def installed_package(root: Path, package: str, init_source: str, version: str = "99.0") -> Path:
+    """A package ``package`` 'installed' in ``root`` (its ``__init__.py`` and a ``*.dist-info`` whose RECORD
+    lists it): with ``root`` first on PYTHONPATH, it stands for the installed copy (a broken one, as
+    ``init_source`` makes it), not for a stray folder that hides the installed one."""
+    (root / package).mkdir(parents=True, exist_ok=True)
+    (root / package / "__init__.py").write_text(init_source)
+    info = root / f"{package}-{version}.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: {version}\n")
+    (info / "RECORD").write_text(f"{package}/__init__.py,,\n{info.name}/METADATA,,\n{info.name}/RECORD,,\n")
+    return root
+
+
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
             timeout: float = 120) -> subprocess.CompletedProcess:
     """Run the installed ``nectargan`` console script in a real subprocess."""

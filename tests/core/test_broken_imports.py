@@ -15,7 +15,7 @@ import pytest
 
 from nectargan_core.brokenimports import describe, failed_package
 from runs_support import GanLosses, make_run
-from support import run_cli
+from support import installed_package, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -24,12 +24,9 @@ def finished_run(tmp_path_factory):
 
 
 def broken_matplotlib(root):
-    """A matplotlib that fails the way 3.6 does under numpy 2."""
-    package = root / "matplotlib"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text(
-        "raise ImportError('numpy.core.multiarray failed to import')\n")
-    return root
+    """An installed matplotlib that fails the way 3.6 does under numpy 2 (installed: a stray matplotlib folder
+    hiding the installed one is another error, see tests/reliability/test_torch_limits.py)."""
+    return installed_package(root, "matplotlib", "raise ImportError('numpy.core.multiarray failed to import')\n")
 
 
 @pytest.mark.parametrize("command", ["plot", "report"])

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from kill_points import tiny_pix2pix_run
+from support import installed_package
 from translation_fixtures import TINY_MODELS as TINY
 from nectargan_core.torchload import TORCH_ADDRESS_SPACE
 
@@ -67,9 +68,7 @@ def test_the_commands_that_need_no_torch_work_under_the_limit(run_dir, tmp_path)
 @pytest.mark.parametrize("raises", ["RuntimeError('Unable to instantiate PyTypeObject')", "MemoryError()",
                                     "SystemExit(3)", "ImportError('libcudart.so.13: cannot open shared object')"])
 def test_a_torch_that_fails_to_import_is_one_line(run_dir, tmp_path, raises):
-    broken = tmp_path / "broken" / "torch"
-    broken.mkdir(parents=True)
-    (broken / "__init__.py").write_text(f"raise {raises}\n")
+    installed_package(tmp_path / "broken", "torch", f"raise {raises}\n")  # the installed torch, broken
     exe = Path(sys.executable).with_name("nectargan")
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("NECTARGAN_")},
            "PYTHONPATH": str(tmp_path / "broken")}
