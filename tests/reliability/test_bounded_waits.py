@@ -155,8 +155,14 @@ def test_persistent_workers_stopped_after_the_last_batch_do_not_hold_the_exit(tm
     run = Training(tmp_path, settings(data, "data.num_workers=2", "data.cache=off", "loop.epochs=1",
                                       "loop.batch_timeout_s=30", "checkpoint.every_epochs=null"))
     try:
-        run.wait_for(lambda: stepped(run.run_dir, 18), "the epoch's 18 steps", )
-        stopped = run.stop_workers()
+        run.wait_for(lambda: stepped(run.run_dir, 12), "twelve steps")
+        train_workers = children(run.process.pid)  # the persistent train workers (validation's start later)
+        # validation's workers appear once the epoch's last batch is trained: the train workers owe nothing more
+        run.wait_for(lambda: set(children(run.process.pid)) - set(train_workers), "validation's workers")
+        for pid in train_workers:  # only these: validation's own workers, if they started already, must answer
+            os.kill(pid, signal.SIGSTOP)
+        run.stopped.update(train_workers)
+        stopped = train_workers
         code, err, took = run.finish(60)
         assert code == 0 and "Traceback" not in err, err
         notes = [line for line in err.splitlines() if line.startswith("note: the data loader's worker process(es)")]
