@@ -13,7 +13,6 @@ lines the launcher would have printed.
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from typing import Any, Optional, Sequence
 
 from .launchfolder import (EXIT_CODE_DIR_ENV, LAUNCHER_PID_ENV, RUN_DIR_FILE, RUNNING, SHUTDOWN_TIMEOUT_S,
                            STOPPED_NOTE, speak_for_the_launcher)
-from .procfs import children, command_line, proc_state, rank_of, wake
+from .procfs import children, command_line, proc_state, wake
 
 #: The guard's program (``python -c GUARD_CODE WORKER LAUNCHER RANK GRACE_S``), by which the watchman finds it.
 GUARD_CODE = "import sys; from nectargan_core.orphans import guard; guard(sys.argv[1:])"
@@ -162,8 +161,8 @@ def watchman(argv: Sequence[str]) -> None:
 
     The launcher holds the write end of this process's stdin: the pipe
     closing without :data:`WATCHMAN_DONE` is its death, seen at once. Until
-    then the watchman notes the launcher's ranks every :data:`GUARD_POLL_S`
-    (its children with a ``RANK``). After: a rank without a guard (stopped
+    it does nothing. After, it finds the ranks by the launcher's pid in
+    their environment (:func:`_orphans_of`): a rank without a guard (stopped
     before its guard started, or still starting) is sent SIGTERM and
     SIGCONT and killed after :data:`SHUTDOWN_TIMEOUT_S`; guarded ranks are
     left to their guards, with a SIGKILL if they are still there 10 s after
@@ -174,25 +173,20 @@ def watchman(argv: Sequence[str]) -> None:
     launcher, folder, nproc = int(argv[0]), Path(argv[1]), int(argv[2])
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)  # it ends with its launcher, not with a signal meant for the run
-    ranks: dict[int, int] = {}
     heard = b""
-    while True:
-        readable = select.select([0], [], [], GUARD_POLL_S)[0]
-        if readable:
-            try:
-                chunk = os.read(0, 64)
-            except OSError:
-                chunk = b""
-            if chunk:
-                heard += chunk
-                continue
-            if WATCHMAN_DONE in heard:
-                return  # the launcher ended normally and said what there was to say
+    while True:  # blocks until the launcher writes, or its end closes the pipe
+        try:
+            chunk = os.read(0, 64)
+        except InterruptedError:
+            continue
+        except OSError:
+            chunk = b""
+        if not chunk:
             break
-        ranks.update(_ranks_of(launcher))
-    ranks.update(_ranks_of(launcher))  # a launcher killed by a signal is gone from /proc by now: kept from before
-    ranks.update(_orphans_of(launcher))  # and ranks started in the last moments (a restart) that were not seen yet
-    ranks = {pid: rank for pid, rank in ranks.items() if _of_launcher(pid, launcher)}
+        heard += chunk
+    if WATCHMAN_DONE in heard:
+        return  # the launcher ended normally and said what there was to say
+    ranks = _orphans_of(launcher)  # every rank left, of any attempt, whoever it is reparented to
     graces = {pid: _guard_grace(pid) for pid in ranks}
     unguarded = {pid: rank for pid, rank in ranks.items() if graces[pid] is None}
     alive = lambda pid: _of_launcher(pid, launcher)  # noqa: E731 - reparented: gone or a zombie is the end
@@ -217,12 +211,6 @@ def _see_off_guarded(ranks: dict[int, int], graces: dict[int, Optional[float]], 
                 del ranks[pid]
         if ranks:
             time.sleep(GUARD_POLL_S)
-
-
-def _ranks_of(launcher: int) -> dict[int, int]:
-    """The launcher's children that are ranks (they have a ``RANK``): pid -> rank."""
-    ranks = {pid: rank_of(pid) for pid in children(launcher) if pid != os.getpid()}
-    return {pid: rank for pid, rank in ranks.items() if rank >= 0}
 
 
 def _orphans_of(launcher: int) -> dict[int, int]:
