@@ -52,6 +52,24 @@ if TYPE_CHECKING:  # pragma: no cover
     from .precision import Precision
     from .trainer import Trainer
 
+#: Optimizers whose capturable step reads a learning rate given as a device tensor (torch documents a tensor LR
+#: for Adam and AdamW with ``capturable=True`` or ``fused=True``): a captured step of theirs reads the LR at
+#: every replay, so a schedule that changes it needs no new capture.
+DEVICE_LR_OPTIMIZERS: tuple[type, ...] = (torch.optim.Adam, torch.optim.AdamW)
+
+
+def reads_device_lr(optimizer: torch.optim.Optimizer, group: dict[str, Any]) -> bool:
+    """Whether a captured step of ``optimizer`` reads ``group``'s learning rate from a device tensor.
+
+    True for Adam and AdamW themselves (a subclass may step otherwise) over
+    parameters on a capture device, with a number as the LR (a tensor LR a
+    trainer set is read on the device already). The kit then hands the step a
+    device copy of the LR while capturing and refreshes it before each replay.
+    """
+    return (type(optimizer) in DEVICE_LR_OPTIMIZERS and "capturable" in group
+            and not isinstance(group["lr"], torch.Tensor)
+            and all(p.device.type != "cpu" for p in group["params"]))
+
 
 class Step:
     """One training batch, as a context: ``with self.kit.step(batch_idx) as step:`` around ``train_step``'s body.
@@ -133,6 +151,10 @@ class TrainerKit:
         #: (step-unit LR schedules), else None.
         self._deferred: list[Any] | None = None
         self._capturable: list[tuple[dict[str, Any], Any]] = []
+        #: Device learning rates that captured steps read, by param group (see :func:`reads_device_lr`), each with
+        #: the value last written to it; and the groups whose number LR is swapped out while capturing.
+        self._device_lrs: dict[int, tuple[dict[str, Any], torch.Tensor, float]] = {}
+        self._swapped_lrs: list[tuple[dict[str, Any], Any]] = []
         self._precision: "Precision | None" = None
 
     # -- the declaration -----------------------------------------------------
@@ -316,12 +338,15 @@ class TrainerKit:
 
         Optimizers that have a capturable mode (Adam, AdamW, ...) take it while
         the step is captured; their step counts move to the device, where a
-        captured step can advance them. Step-unit LR schedules are not stepped
-        inside the graph (a replay would not step them): their steps are
-        recorded and redone after every replay.
+        captured step can advance them. Adam and AdamW read their learning
+        rate from a device tensor in the graph (:meth:`load_learning_rates`
+        keeps it current). Step-unit LR schedules are not stepped inside the
+        graph (a replay would not step them): their steps are recorded and
+        redone after every replay.
         """
         self._deferred = []
         self._capturable = []
+        self._swapped_lrs = []
         trainer = self._bound("capture a step")
         for update in self.updates:
             if update.skipped is None and trainer.config.loop.nonfinite == "skip":
@@ -330,6 +355,9 @@ class TrainerKit:
             optimizer = update.optimizer
             optimizer.zero_grad(set_to_none=True)
             for group in optimizer.param_groups:
+                if reads_device_lr(optimizer, group):
+                    self._swapped_lrs.append((group, group["lr"]))
+                    group["lr"] = self._device_lr(group)
                 if "capturable" in group and all(p.device.type != "cpu" for p in group["params"]):
                     self._capturable.append((group, group["capturable"]))
                     group["capturable"] = True
@@ -348,6 +376,9 @@ class TrainerKit:
         for group, flag in self._capturable:
             group["capturable"] = flag
         self._capturable = []
+        for group, lr in self._swapped_lrs:  # schedulers, checkpoints and eager steps see the number again
+            group["lr"] = lr
+        self._swapped_lrs = []
         if failed:
             self._step = self._active = None
             for update in self.updates:
@@ -356,6 +387,36 @@ class TrainerKit:
                 update.optimizer.zero_grad(set_to_none=True)
             return []
         return deferred
+
+    def load_learning_rates(self) -> None:
+        """Write the learning rates that changed since the last replay into the device tensors captured steps read.
+
+        The engine calls this before every replay: a schedule (per epoch or
+        per step) set a new number in the optimizer's param group; the fill
+        is queued on the GPU, with no host sync.
+        """
+        for key, (group, tensor, written) in self._device_lrs.items():
+            lr = group["lr"]
+            if lr != written and not isinstance(lr, torch.Tensor):
+                tensor.fill_(lr)
+                self._device_lrs[key] = (group, tensor, lr)
+
+    def _device_lr(self, group: dict[str, Any]) -> torch.Tensor:
+        """The device tensor ``group``'s captured steps read its learning rate from, holding its current value.
+
+        Made before the capture (a tensor made inside it would live in the
+        graph's memory pool); float32, as torch's fused kernels read it.
+        """
+        lr = float(group["lr"])
+        known = self._device_lrs.get(id(group))
+        if known is None or known[0] is not group:
+            tensor = torch.tensor(lr, dtype=torch.float32, device=group["params"][0].device)
+        else:
+            tensor = known[1]
+            if known[2] != lr:
+                tensor.fill_(lr)
+        self._device_lrs[id(group)] = (group, tensor, lr)
+        return tensor
 
     # -- internals ------------------------------------------------------------
     def _bound(self, what: str) -> "Trainer":

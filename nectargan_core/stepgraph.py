@@ -12,10 +12,12 @@ input buffers.
 
 A replay runs no Python, so a step replays the Python decisions made when it
 was captured. What may change those decisions selects the graph (its *key*):
-the batch's tensor shapes, the optimizers' settings (a learning rate a
-schedule changed), and ``Trainer.graph_key`` (``global_step % d_every``, a
-scheduled loss weight). A step with a new key is captured anew; one whose key
-changes at almost every step (a per-step LR schedule) runs eagerly. Host-side
+the batch's tensor shapes, the optimizers' settings (betas; a learning rate
+a schedule changed, except for Adam and AdamW, whose captured steps read it
+from a device tensor the kit refreshes before each replay), and
+``Trainer.graph_key`` (``global_step % d_every``, a scheduled loss weight).
+A step with a new key is captured anew; one whose key changes at almost
+every step (a per-step loss-weight schedule) runs eagerly. Host-side
 per-step work (draws for the CycleGAN image pools) belongs in
 ``Trainer.prepare_step``, which always runs eagerly. A step that cannot be
 captured is known before it is tried where it can be (an optimizer without a
@@ -45,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Graphs kept at once (least recently used dropped first): the full batch and a short last batch, each
 #: in a couple of variants (d_every/g_every phases); each holds its own GPU memory for the step's activations.
 MAX_GRAPHS = 4
-#: Graphs kept per batch shape: a new learning rate replaces the graph of the old one.
+#: Graphs kept per batch shape: a new setting (an SGD learning rate, a loss weight) replaces the old one's graph.
 MAX_GRAPHS_PER_SHAPE = 2
 #: More new keys than this within RECAPTURE_WINDOW steps: the key changes too often for graphs to pay off.
 MAX_RECAPTURES = 6
@@ -81,8 +83,11 @@ def batch_signature(value: Any) -> Any:
 
 
 def optimizer_key(optimizers: list[Any]) -> tuple[Any, ...]:
-    """The optimizers' settings a captured step has baked in (learning rates, betas, ...)."""
+    """The optimizers' settings a captured step has baked in (betas, learning rates the step cannot read
+    on the device, ...)."""
     import torch
+
+    from .kit import reads_device_lr
 
     def plain(value: Any) -> Any:
         if isinstance(value, torch.Tensor):
@@ -91,8 +96,11 @@ def optimizer_key(optimizers: list[Any]) -> tuple[Any, ...]:
             return tuple(plain(v) for v in value)
         return value
 
-    return tuple(tuple(tuple(sorted((k, plain(v)) for k, v in group.items() if k not in _NOT_IN_KEY))
-                       for group in opt.param_groups) for opt in optimizers)
+    def settings(opt: Any, group: dict[str, Any]) -> tuple[Any, ...]:
+        left_out = _NOT_IN_KEY | {"lr"} if reads_device_lr(opt, group) else _NOT_IN_KEY
+        return tuple(sorted((k, plain(v)) for k, v in group.items() if k not in left_out))
+
+    return tuple(tuple(settings(opt, group) for group in opt.param_groups) for opt in optimizers)
 
 
 def clone_outputs(outputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -172,6 +180,7 @@ class StepGraphs:
         #: Steps run each way since the start of the run (for the benchmark and the tests).
         self.replays = 0
         self.eager = 0
+        self.captures = 0
         self._stream: Any = None
 
     @property
@@ -223,6 +232,8 @@ class StepGraphs:
 
     def _replay(self, captured: _Captured, batch: Any) -> Any:
         _fill(captured.inputs, batch)
+        for kit in self._kits():
+            kit.load_learning_rates()
         captured.graph.replay()
         for action in captured.after:
             action()
@@ -247,7 +258,7 @@ class StepGraphs:
         completed = False
         outputs: Any = None
         stream = self._side_stream()
-        # torch.cuda.graph() without its gc.collect() and empty_cache(): a re-capture (a new learning rate
+        # torch.cuda.graph() without its gc.collect() and empty_cache(): a re-capture (a new loss weight
         # each epoch) should cost about one step, not a garbage collection of the whole process.
         torch.cuda.synchronize(trainer.device)
         try:
@@ -273,6 +284,7 @@ class StepGraphs:
                                 "host, or an optimizer without a capturable mode, cannot be captured)")
         captured = _Captured(graph, inputs, outputs, after)
         self.graphs[key] = captured
+        self.captures += 1
         return self._replay(captured, batch)
 
     # -- helpers -------------------------------------------------------------------

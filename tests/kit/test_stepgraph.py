@@ -90,8 +90,31 @@ def test_optimizer_key_changes_with_the_learning_rate_only():
     opt.param_groups[0]["capturable"] = True  # set by the kit while capturing: not a setting of the step
     assert optimizer_key([opt]) == before
     opt.param_groups[0]["lr"] = 0.05
-    assert optimizer_key([opt]) != before
+    assert optimizer_key([opt]) != before  # parameters on the CPU: no captured step reads a device LR
     hash(optimizer_key([opt]))
+
+
+def on_any_device(monkeypatch):
+    """Let CPU parameters stand for CUDA ones in kit.reads_device_lr (the fake graph runs the step on the CPU)."""
+    import nectargan_core.kit as kit
+
+    real = kit.reads_device_lr
+    monkeypatch.setattr(kit, "reads_device_lr", lambda optimizer, group: real(
+        optimizer, {**group, "params": [p.to("meta") for p in group["params"]]}))
+
+
+def test_an_adam_learning_rate_read_on_the_device_is_no_part_of_the_key(monkeypatch):
+    on_any_device(monkeypatch)
+    params = [torch.nn.Parameter(torch.zeros(3)) for _ in range(2)]
+    adam, sgd = torch.optim.Adam([params[0]], lr=0.1), torch.optim.SGD([params[1]], lr=0.1)
+    before = optimizer_key([adam, sgd])
+    adam.param_groups[0]["lr"] = 0.05
+    assert optimizer_key([adam, sgd]) == before
+    adam.param_groups[0]["betas"] = (0.5, 0.999)  # baked into the captured step
+    assert optimizer_key([adam, sgd]) != before
+    before = optimizer_key([adam, sgd])
+    sgd.param_groups[0]["lr"] = 0.05  # SGD has no capturable mode: its LR is a number in the step
+    assert optimizer_key([adam, sgd]) != before
 
 
 def test_clone_outputs_copies_every_tensor_and_keeps_the_rest():
@@ -229,6 +252,63 @@ def test_a_changed_learning_rate_is_a_new_capture_and_graphs_are_bounded(host, t
 
 
 RECAPTURE_GAP = 100  # steps between the learning-rate changes above: captures far apart are fine
+
+
+def test_adam_reads_its_learning_rate_on_the_device_so_a_new_one_needs_no_capture(host, tmp_path, fake_cuda,
+                                                                                  monkeypatch):
+    on_any_device(monkeypatch)
+    trainer = kitgan_trainer(host, tmp_path, samples=16, batch_size=2)
+    runner = StepGraphs(trainer, GraphDecision(True, "test"))
+    batch = batches(trainer, 1)[0]
+    groups = [g for u in trainer.kit.updates for g in u.optimizer.param_groups]
+    seen = []
+    FakeGraph.capture_begin = lambda self, capture_error_mode=None: seen.append([g["lr"] for g in groups])
+    for i in range(WARMUP_STEPS + 1):
+        runner(batch, i)
+    assert runner.captures == 1 and len(seen) == 1
+    device_lrs = seen[0]  # what the captured step read: tensors holding the numbers
+    assert all(isinstance(t, torch.Tensor) and t.dtype == torch.float32 for t in device_lrs)
+    f32 = torch.tensor(0.01).item()  # float32, as torch's fused kernels read a tensor LR
+    assert [t.item() for t in device_lrs] == [f32, f32] and all(type(g["lr"]) is float for g in groups)
+    for step in range(MAX_RECAPTURES + 4):  # a new LR at every step: no new key, no giving up
+        groups[0]["lr"] *= 0.5
+        runner(batch, step)
+        trainer.global_step += 1
+        assert device_lrs[0].item() == torch.tensor(groups[0]["lr"]).item() and device_lrs[1].item() == f32
+    assert runner.enabled and runner.captures == 1 and runner.replays == MAX_RECAPTURES + 5
+    assert runner.eager == WARMUP_STEPS
+    # checkpoints and eager steps see numbers: the state dict is that of an eager run
+    saved = trainer.kit.updates[0].optimizer.state_dict()["param_groups"][0]
+    assert saved["lr"] == groups[0]["lr"] and type(saved["lr"]) is float
+    # a new shape is a new capture that reads the same device LRs
+    runner_batch = [t[:1] for t in batch]
+    for i in range(WARMUP_STEPS + 1):
+        runner(runner_batch, i)
+    assert runner.captures == 2 and [t is u for t, u in zip(seen[1], device_lrs)] == [True, True]
+
+
+def test_a_step_unit_schedule_of_adam_replays_and_steps_after_every_replay(host, tmp_path, fake_cuda,
+                                                                           monkeypatch):
+    on_any_device(monkeypatch)
+    trainer = kitgan_trainer(host, tmp_path, samples=16, batch_size=2, lr_decay=0.9, lr_unit="step")
+    runner = StepGraphs(trainer, GraphDecision(True, "test"))
+    batch = batches(trainer, 1)[0]
+    steps = WARMUP_STEPS + 3 * MAX_RECAPTURES
+    read = []
+    real = trainer.kit.load_learning_rates
+
+    def load():
+        real()
+        read.append(trainer.kit._device_lrs[id(trainer.opt_g.param_groups[0])][1].item())
+    monkeypatch.setattr(trainer.kit, "load_learning_rates", load)
+    for i in range(steps):
+        runner(batch, i)
+        trainer.global_step += 1
+    assert runner.enabled and runner.captures == 1 and runner.replays == steps - WARMUP_STEPS
+    assert trainer.sched_g.last_epoch == steps
+    # each replay reads the LR the schedule set after the step before it
+    expected = [torch.tensor(0.01 * 0.9 ** k).item() for k in range(WARMUP_STEPS, steps)]
+    assert read == pytest.approx(expected, rel=1e-6)
 
 
 def test_a_key_that_changes_every_step_gives_up_graphs_with_one_line(host, tmp_path, fake_cuda, capsys):

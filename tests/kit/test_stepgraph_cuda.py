@@ -99,19 +99,32 @@ def test_graph_training_matches_eager(host, tmp_path, implementation):
         assert s1 == s2 and abs(l1["G"] - l2["G"]) <= ATOL and abs(l1["D"] - l2["D"]) <= ATOL
 
 
-def test_step_unit_lr_schedule_keeps_its_meaning(host, tmp_path):
-    """A per-step LR changes the key every step: the runner gives up graphs and trains eagerly, the same."""
-    graphed = train(host, tmp_path, "graph", True, implementation="fused", lr_decay=0.99, lr_unit="step")
-    eager = train(host, tmp_path, "eager", False, implementation="fused", lr_decay=0.99, lr_unit="step")
+@pytest.mark.parametrize("implementation", ["fused", "foreach", "single"])
+def test_step_unit_lr_schedule_replays_with_the_lr_read_on_the_device(host, tmp_path, implementation):
+    """A per-step LR: Adam's captured step reads it from a device tensor, so the step replays with one capture.
+
+    The eager run's optimizer reads the LR as a Python float (double), the
+    graph's as a float32 tensor (torch's fused kernels read float32): the
+    updates may differ in the last bit of the step size.
+    """
+    options = dict(implementation=implementation, lr_decay=0.99, lr_unit="step")
+    graphed = train(host, tmp_path, "graph", True, **options)
+    eager = train(host, tmp_path, "eager", False, **options)
+    runner = graphed.step_graphs
+    assert runner.enabled and runner.captures == 1 and runner.replays >= graphed.global_step - 4
     assert graphed.opt_g.param_groups[0]["lr"] == eager.opt_g.param_groups[0]["lr"]
-    assert compare(graphed, eager) <= ATOL
-    assert not graphed.step_graphs.enabled and "changed" in graphed.step_graphs.decision.reason
+    assert type(graphed.opt_g.param_groups[0]["lr"]) is float
+    worst = compare(graphed, eager)
+    print(f"[graphs] kitgan {implementation} step-unit LR: {runner.replays} replays, {runner.captures} capture; "
+          f"max |diff| {worst:.3g}")
+    assert worst <= ATOL
 
 
-def test_epoch_unit_lr_schedule_recaptures_per_epoch(host, tmp_path):
+def test_epoch_unit_lr_schedule_needs_no_new_capture(host, tmp_path):
     graphed = train(host, tmp_path, "graph", True, epochs=4, implementation="fused", lr_decay=0.5, lr_unit="epoch")
     eager = train(host, tmp_path, "eager", False, epochs=4, implementation="fused", lr_decay=0.5, lr_unit="epoch")
-    assert graphed.step_graphs.enabled and graphed.step_graphs.replays > graphed.global_step // 2
+    assert graphed.step_graphs.enabled and graphed.step_graphs.captures == 1
+    assert graphed.step_graphs.replays > graphed.global_step // 2
     assert graphed.opt_g.param_groups[0]["lr"] == eager.opt_g.param_groups[0]["lr"]
     assert compare(graphed, eager) <= ATOL
 
@@ -143,8 +156,10 @@ def test_capture_makes_optimizers_capturable_only_while_capturing(host, tmp_path
     assert trainer.step_graphs.replays > 0 and all(g["capturable"] is False for g in groups)
     trainer.kit.begin_capture()
     assert all(g["capturable"] is True for g in groups)
+    assert all(isinstance(g["lr"], torch.Tensor) and g["lr"].device.type == "cuda" for g in groups)
     trainer.kit.end_capture()
     assert all(g["capturable"] is False for g in groups)
+    assert all(type(g["lr"]) is float for g in groups)
     steps = [s["step"] for u in trainer.kit.updates for s in u.optimizer.state.values()]
     assert steps and all(s.device.type == "cuda" for s in steps)
 
