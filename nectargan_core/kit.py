@@ -152,7 +152,8 @@ class TrainerKit:
         self._deferred: list[Any] | None = None
         self._capturable: list[tuple[dict[str, Any], Any]] = []
         #: Device learning rates that captured steps read, by param group (see :func:`reads_device_lr`), each with
-        #: the value last written to it; and the groups whose number LR is swapped out while capturing.
+        #: the value last written to it (kept for the run: a graph reads its tensor's memory, not a reference);
+        #: and the groups whose number LR is swapped out while capturing.
         self._device_lrs: dict[int, tuple[dict[str, Any], torch.Tensor, float]] = {}
         self._swapped_lrs: list[tuple[dict[str, Any], Any]] = []
         self._precision: "Precision | None" = None

@@ -98,9 +98,26 @@ def optimizer_key(optimizers: list[Any]) -> tuple[Any, ...]:
 
     def settings(opt: Any, group: dict[str, Any]) -> tuple[Any, ...]:
         left_out = _NOT_IN_KEY | {"lr"} if reads_device_lr(opt, group) else _NOT_IN_KEY
-        return tuple(sorted((k, plain(v)) for k, v in group.items() if k not in left_out))
+        # The group itself too: load_state_dict makes new groups (and new state tensors), which a graph
+        # captured with the old ones would never see.
+        return (_Same(group), *sorted((k, plain(v)) for k, v in group.items() if k not in left_out))
 
     return tuple(tuple(settings(opt, group) for group in opt.param_groups) for opt in optimizers)
+
+
+class _Same:
+    """A key part equal only to the very same object: it holds the object, so its id cannot be reused."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.obj is self.obj
 
 
 def clone_outputs(outputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -252,16 +269,16 @@ class StepGraphs:
         inputs = _static_copy(batch, trainer.device)
         kits = self._kits()
         graph = torch.cuda.CUDAGraph()
-        for kit in kits:
-            kit.begin_capture()
         failure: Exception | None = None
         completed = False
         outputs: Any = None
         stream = self._side_stream()
-        # torch.cuda.graph() without its gc.collect() and empty_cache(): a re-capture (a new loss weight
-        # each epoch) should cost about one step, not a garbage collection of the whole process.
-        torch.cuda.synchronize(trainer.device)
         try:
+            for kit in kits:
+                kit.begin_capture()
+            # torch.cuda.graph() without its gc.collect() and empty_cache(): a re-capture (a new loss weight
+            # each epoch) should cost about one step, not a garbage collection of the whole process.
+            torch.cuda.synchronize(trainer.device)
             with torch.cuda.stream(stream):
                 graph.capture_begin(capture_error_mode="thread_local")
                 try:

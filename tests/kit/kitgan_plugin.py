@@ -27,6 +27,7 @@ class KitGanSection(Section):
     g_adv: float = Field(1.0, ge=0, description="Weight of G's adversarial term (0: G's loss ignores D)")
     detach_fake: bool = Field(True, description="Detach G's output in D's update (false: rely on freezing)")
     clip: Optional[float] = Field(None, gt=0, description="Gradient clipping of each update")
+    lr: float = Field(0.01, gt=0, description="Adam's learning rate (G and D)")
     lr_decay: Optional[float] = Field(None, gt=0, description="LR schedule of G: lr * decay**k")
     lr_unit: Literal["step", "epoch"] = Field("step", description="What lr_decay's k counts: optimizer steps or epochs")
     nan_at_step: Optional[int] = Field(None, description="Make the batch of this global step NaN")

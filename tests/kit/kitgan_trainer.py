@@ -29,9 +29,9 @@ def mlp(features: int, out: int, norm: bool) -> torch.nn.Module:
     return torch.nn.Sequential(*layers)
 
 
-def adam(params, implementation: str) -> torch.optim.Adam:
+def adam(params, implementation: str, lr: float = 0.01) -> torch.optim.Adam:
     kernel = {"fused": {"fused": True}, "foreach": {"foreach": True}, "single": {"foreach": False}}[implementation]
-    return torch.optim.Adam(params, lr=0.01, betas=(0.5, 0.999), **kernel)
+    return torch.optim.Adam(params, lr=lr, betas=(0.5, 0.999), **kernel)
 
 
 def vectors(samples: int, features: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -51,8 +51,8 @@ class KitGanTrainer(Trainer):
         self.generator = self.track("generator", mlp(cfg.features, cfg.features, cfg.norm).to(self.device))
         self.discriminator = self.track("discriminator", mlp(cfg.features, 1, cfg.norm).to(self.device))
         self.g_train, self.d_train = self.parallel(self.generator), self.parallel(self.discriminator)
-        self.opt_g = self.track("opt_g", adam(self.generator.parameters(), cfg.implementation))
-        self.opt_d = self.track("opt_d", adam(self.discriminator.parameters(), cfg.implementation))
+        self.opt_g = self.track("opt_g", adam(self.generator.parameters(), cfg.implementation, cfg.lr))
+        self.opt_d = self.track("opt_d", adam(self.discriminator.parameters(), cfg.implementation, cfg.lr))
         scaler = dict(device=self.device.type, enabled=cfg.fp16_scaler, init_scale=1024.0)
         self.scaler_g = self.track("scaler_g", torch.amp.GradScaler(**scaler))
         self.scaler_d = self.track("scaler_d", torch.amp.GradScaler(**scaler))

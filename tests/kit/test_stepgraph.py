@@ -280,11 +280,32 @@ def test_adam_reads_its_learning_rate_on_the_device_so_a_new_one_needs_no_captur
     # checkpoints and eager steps see numbers: the state dict is that of an eager run
     saved = trainer.kit.updates[0].optimizer.state_dict()["param_groups"][0]
     assert saved["lr"] == groups[0]["lr"] and type(saved["lr"]) is float
-    # a new shape is a new capture that reads the same device LRs
-    runner_batch = [t[:1] for t in batch]
+    # a new shape is a new capture that reads the same device LRs, holding the LR set during its warm-up
+    short = [t[:1] for t in batch]
     for i in range(WARMUP_STEPS + 1):
-        runner(runner_batch, i)
+        groups[1]["lr"] = 0.5 ** (i + 1)
+        runner(short, i)
     assert runner.captures == 2 and [t is u for t, u in zip(seen[1], device_lrs)] == [True, True]
+    assert device_lrs[1].item() == 0.5 ** (WARMUP_STEPS + 1)
+
+
+def test_optimizer_state_loaded_anew_is_a_new_capture(host, tmp_path, fake_cuda, monkeypatch):
+    """load_state_dict makes new param groups and state tensors: a graph of the old ones is not replayed."""
+    on_any_device(monkeypatch)
+    trainer = kitgan_trainer(host, tmp_path, samples=16, batch_size=2)
+    runner = StepGraphs(trainer, GraphDecision(True, "test"))
+    batch = batches(trainer, 1)[0]
+    for i in range(WARMUP_STEPS + 2):
+        runner(batch, i)
+    assert runner.captures == 1 and runner.replays == 2
+    optimizer = trainer.kit.updates[0].optimizer
+    state = optimizer.state_dict()
+    state["param_groups"][0]["lr"] = 0.001
+    optimizer.load_state_dict(state)
+    runner(batch, 0)  # a new key: one eager step, then its capture reads the loaded LR
+    runner(batch, 1)
+    assert runner.eager == WARMUP_STEPS + 1 and runner.captures == 2
+    assert trainer.kit._device_lrs[id(optimizer.param_groups[0])][1].item() == torch.tensor(0.001).item()
 
 
 def test_a_step_unit_schedule_of_adam_replays_and_steps_after_every_replay(host, tmp_path, fake_cuda,
