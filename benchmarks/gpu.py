@@ -16,7 +16,11 @@ Sections (each variant runs alternately, step by step, after warm-up; every time
 4. inference: the generator alone at 256, batch 1 and 16, fp32 / bf16 / fp16, ms per image;
 5. the CLI on CUDA: ``nectargan train --nproc 1`` with the NCCL backend (process group, DDP wrapper,
    NCCL all-reduce), then ``--resume`` for one more epoch, ``test`` and ``export --format onnx``;
-6. CycleGAN (when nectargan-cyclegan is installed): our step vs the reference's at 256x1.
+6. CycleGAN (when nectargan-cyclegan is installed): our step vs the reference's at 256x1;
+7. CUDA graphs (``graphs``, ``graph-parity``): eager vs replayed steps, and 200 steps of each side by side;
+8. the first steps in fresh processes (``first-steps``): import, set-up, each warm-up step and the
+   capture, then the replayed step, with cuDNN autotuning (torch's default limit of 10 algorithms, or 1)
+   and with its heuristics: what the first epoch pays, and what each choice costs per step after it.
 
 Nothing here runs without CUDA: it says so and exits 0 (CI never runs it).
 """
@@ -361,6 +365,79 @@ def bench_graph_parity(parity_steps: int = 200) -> None:
     say("7b", f"parity over {parity_steps} steps at {SIZE}x1 (G/l1, G/gan, D)", json.dumps(parity))
 
 
+#: cuDNN's algorithm choice in a fresh process: (cudnn.benchmark, cudnn.benchmark_limit or None for torch's 10).
+FIRST_STEP_MODES = {"autotune": (True, None), "autotune-limit-1": (True, 1), "heuristics": (False, None)}
+
+
+def first_steps_child(mode: str, launched: float) -> None:
+    """In a fresh process (cold CUDA context and cuDNN): where the time before the first replayed step goes.
+
+    Prints one ``@@first-steps {json}`` line: seconds from launch to torch imported, to the trainer built
+    (CUDA context, networks on the device), each of the runner's warm-up steps and its capture step (with
+    cuDNN's algorithm search in the first), then the median replayed step of 60.
+    """
+    import run as bench
+    from nectargan_core.graphmode import WARMUP_STEPS
+
+    imported = time.time()
+    trainer = cuda_trainer(SIZE, 1)  # the reference recipe's precision: fp32
+    benchmark, limit = FIRST_STEP_MODES[mode]
+    if DEV == "cuda":  # after the engine's start, which sets cudnn.benchmark for the run
+        torch.backends.cudnn.benchmark = benchmark
+        if limit is not None:
+            torch.backends.cudnn.benchmark_limit = limit
+    data = cuda_batches(SIZE, 1, n=4, seed=3)
+    sync()
+    built = time.time()
+    step = bench.engine_step(trainer)
+    marks = []
+    for i in range(WARMUP_STEPS + 1):  # the eager warm-up steps, then the capture (and its replay)
+        step(data[i % len(data)], i)
+        sync()
+        marks.append(time.time())
+    times = []
+    for i in range(60):
+        t0 = time.perf_counter()
+        step(data[i % len(data)], WARMUP_STEPS + 1 + i)
+        sync()
+        times.append(time.perf_counter() - t0)
+    runner = trainer.step_graphs
+    print("@@first-steps " + json.dumps({
+        "mode": mode, "import_s": imported - launched, "build_s": built - imported,
+        "steps_s": [b - a for a, b in zip([built] + marks, marks)], "to_capture_s": marks[-1] - launched,
+        "step_ms": statistics.median(times) * 1000, "replays": runner.replays, "captures": runner.captures,
+        "cudnn_benchmark": torch.backends.cudnn.benchmark}), flush=True)
+
+
+def bench_first_steps(modes: list[str]) -> None:
+    """The start of a run in fresh processes, per cuDNN algorithm-choice mode: what the first epoch pays."""
+    print("\n== 8. The first steps in a fresh process: cuDNN autotuning vs heuristics, pix2pix 256x1 fp32 ==",
+          flush=True)
+    out: dict[str, Any] = {}
+    for mode in modes:
+        argv = [sys.executable, str(Path(__file__).resolve()), "--first-steps-child", mode]
+        if DEV == "cpu":
+            argv.append("--smoke-cpu")
+        try:
+            proc = subprocess.run(argv + ["--launched", repr(time.time())], capture_output=True, text=True,
+                                  timeout=45, check=False)
+        except subprocess.TimeoutExpired:
+            out[mode] = {"error": "timed out after 45 s"}
+            say("8", mode, "timed out after 45 s")
+            continue
+        line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("@@first-steps ")), None)
+        if line is None:
+            out[mode] = {"error": (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]}
+            say("8", mode, f"failed: {out[mode]['error']}")
+            continue
+        figures = out[mode] = json.loads(line.split(" ", 1)[1])
+        say("8", mode, f"import {figures['import_s']:.1f} s, build {figures['build_s']:.1f} s, steps "
+            + ", ".join(f"{t:.2f}" for t in figures["steps_s"]) + f" s (launch to capture "
+            f"{figures['to_capture_s']:.1f} s); then {figures['step_ms']:.2f} ms/step "
+            f"({figures['replays']} replays, {figures['captures']} capture)")
+    RESULTS["8_first_steps"] = out
+
+
 def bench_cyclegan(repeats: int) -> None:
     try:
         import nectargan_cyclegan  # noqa: F401
@@ -384,12 +461,17 @@ def main() -> int:
     parser.add_argument("--tmp", type=Path, default=Path("/tmp/nectargan-gpu"))
     parser.add_argument("--only", default="", help="comma-separated sections to run, in that order (default: all)")
     parser.add_argument("--smoke-cpu", action="store_true", help="check this script on the CPU at 64 px (no figures)")
+    parser.add_argument("--first-steps-child", choices=sorted(FIRST_STEP_MODES), help=argparse.SUPPRESS)
+    parser.add_argument("--launched", type=float, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     global DEV, SIZE, BACKEND, WARMUP
     if args.smoke_cpu:
         DEV, SIZE, BACKEND, WARMUP = "cpu", 128, "gloo", 1
     elif not torch.cuda.is_available():
         print("no CUDA device: nothing to measure (this script is for a GPU machine)")
+        return 0
+    if args.first_steps_child:
+        first_steps_child(args.first_steps_child, args.launched or time.time())
         return 0
     torch.backends.cudnn.benchmark = True
     args.tmp.mkdir(parents=True, exist_ok=True)
@@ -404,6 +486,7 @@ def main() -> int:
         ("graphs", lambda: bench_graphs([(SIZE, 1), (SIZE, 2 if args.smoke_cpu else 16)], repeats,
                                         20 if args.smoke_cpu else 200)),
         ("graph-parity", lambda: bench_graph_parity(20 if args.smoke_cpu else 200)),
+        ("first-steps", lambda: bench_first_steps(list(FIRST_STEP_MODES))),
         ("cli", lambda: bench_cli(args.tmp)),
     ]
     failed = []

@@ -5,7 +5,9 @@
 #     steps: the CUDA tests (real graphs), then benchmarks/gpu.py's graph section (eager vs replayed step,
 #            fp32/bf16, 256x1 and 256x16) and the 200-step parity
 #     final: benchmarks/e2e.py against the reference's train.py (.gpu/ref2a, commit 2a7afba) on the same data
-#            first, then the CUDA tests, the parity, and the loader alone (data.cache off vs device)
+#            first, then where the first epoch's start goes (gpu.py first-steps: fresh processes, cuDNN
+#            autotuning vs heuristics), the CUDA tests, the parity, and the loader alone (data.cache off vs device)
+# Worst case about 550 s in all (each part's limit below): run it with the device tool's timeout_s=590.
 # Each part has its own time limit, so a slow one costs only its own figures.
 set -u
 OUT=${OUT:-/tmp/nectargan-gpu-out}
@@ -29,10 +31,12 @@ if [ "$what" = steps ]; then
         | grep -v "^$" | tail -40 || status=1
 fi
 if [ "$what" = final ]; then
-    timeout 245 python3 benchmarks/e2e.py --device cuda --reference .gpu/ref2a --run-timeout 70 --work-dir /tmp/e2e \
+    timeout 290 python3 benchmarks/e2e.py --device cuda --reference .gpu/ref2a --run-timeout 70 --work-dir /tmp/e2e \
         --json "$OUT/e2e.json" 2>&1 | tee "$OUT/e2e.log" | grep -vE "^\s*$|^  .* \.\.\.$" | tail -45 || status=1
-    tests 45
-    timeout 45 python3 benchmarks/gpu.py --only graph-parity --json "$OUT/parity.json" 2>&1 | grep "7b\]" || status=1
+    timeout 95 python3 benchmarks/gpu.py --only first-steps --json "$OUT/first.json" 2>&1 | tee "$OUT/first.log" \
+        | grep "\[8\]" || status=1
+    tests 60
+    timeout 40 python3 benchmarks/gpu.py --only graph-parity --json "$OUT/parity.json" 2>&1 | grep "7b\]" || status=1
     timeout 35 python3 benchmarks/data_cache.py --device cuda --count 480 --batch 16 --workers 4 --epochs 3 \
         --caches off,device 2>&1 | tee "$OUT/cache.log" | tail -8 || status=1
 fi
