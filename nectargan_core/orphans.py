@@ -105,16 +105,24 @@ def _see_off(workers: dict[int, int], launcher: int, grace_s: float, alive: Any,
             _leave_note(rank, f"rank {rank} (pid {worker}) was held by a debugger when its launcher (pid {launcher}) "
                         f"died: it cannot be woken, and is killed if it is still there {grace_s:g} s later")
         left[worker] = rank
-    deadline = time.monotonic() + grace_s
+    _await_ranks(left, {worker: grace_s for worker in left}, launcher, alive, rewake=True)
+
+
+def _await_ranks(ranks: dict[int, int], graces: dict[int, float], launcher: int, alive: Any, *,
+                 rewake: bool) -> None:
+    """Wait until each of ``ranks`` (pid -> rank) is no longer ``alive``; kill one still there ``graces[pid]``
+    seconds from now, with its process group. ``rewake``: wake one found stopped again meanwhile (a stopped
+    process must not outlive its launcher either); without it the rank's own guard does that."""
+    start, left = time.monotonic(), dict(ranks)
     while left:
-        for worker, rank in list(left.items()):
-            if not alive(worker):
-                del left[worker]
-            elif time.monotonic() >= deadline:
-                _kill_worker(worker, rank, f"rank {rank} (pid {worker})", launcher, grace_s)
-                del left[worker]
-            elif proc_state(worker)[0] in ("T", "t"):
-                wake(worker)  # stopped again: a stopped process must not outlive its launcher either
+        for pid, rank in list(left.items()):
+            if not alive(pid):
+                del left[pid]
+            elif time.monotonic() - start >= graces[pid]:
+                _kill_worker(pid, rank, f"rank {rank} (pid {pid})", launcher, graces[pid])
+                del left[pid]
+            elif rewake and proc_state(pid)[0] in ("T", "t"):
+                wake(pid)
         if left:
             time.sleep(GUARD_POLL_S)
 
@@ -193,24 +201,11 @@ def watchman(argv: Sequence[str]) -> None:
     worker = threading.Thread(target=_see_off, args=(unguarded, launcher, SHUTDOWN_TIMEOUT_S, alive), daemon=True)
     worker.start()
     guarded = {pid: rank for pid, rank in ranks.items() if graces[pid] is not None}
-    _see_off_guarded(guarded, graces, launcher, alive)
+    # A guarded rank is its guard's to end; one still there 10 s after the guard's grace had its guard stopped.
+    _await_ranks(guarded, {pid: (graces[pid] or 0.0) + 10 for pid in guarded}, launcher, alive, rewake=False)
     worker.join()
     _mark_unfinished(folder, launcher, nproc)
     speak_for_the_launcher(folder, launcher, nproc)
-
-
-def _see_off_guarded(ranks: dict[int, int], graces: dict[int, Optional[float]], launcher: int, alive: Any) -> None:
-    """Wait for guarded ranks to end; kill one still there 10 s after its guard's grace (its guard was stopped)."""
-    start = time.monotonic()
-    while ranks:
-        for pid, rank in list(ranks.items()):
-            if not alive(pid):
-                del ranks[pid]
-            elif time.monotonic() - start > (graces[pid] or 0.0) + 10:
-                _kill_worker(pid, rank, f"rank {rank} (pid {pid})", launcher, (graces[pid] or 0.0) + 10)
-                del ranks[pid]
-        if ranks:
-            time.sleep(GUARD_POLL_S)
 
 
 def _orphans_of(launcher: int) -> dict[int, int]:
