@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from .errors import NectarGANError
+from .errors import ConfigError, NectarGANError
 
 
 def resolve_device(spec: str) -> torch.device:
@@ -47,23 +47,36 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def set_deterministic(enabled: bool) -> None:
+def set_deterministic(enabled: bool, benchmark: bool | None = None) -> None:
     """Deterministic algorithms (bit-exact CPU resume); errors if an op has none.
 
     Otherwise the fast paths of NVIDIA cards: cuDNN picks the fastest
-    convolution for each shape (``cudnn.benchmark``), and fp32 convolutions and
-    matrix products use TF32 tensor cores where the card has them (Ampere and
-    later). TF32 convolutions are torch's default already (the reference
-    trains with them); TF32 matrix products are not.
+    convolution for each shape by timing them (``cudnn.benchmark``; ``benchmark``
+    False keeps its heuristics, None: on unless deterministic), and fp32
+    convolutions and matrix products use TF32 tensor cores where the card has
+    them (Ampere and later). TF32 convolutions are torch's default already (the
+    reference trains with them); TF32 matrix products are not.
     """
     if enabled:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(enabled, warn_only=False)
     if torch.backends.cudnn.is_available():
         torch.backends.cudnn.deterministic = enabled
-        torch.backends.cudnn.benchmark = not enabled
+        torch.backends.cudnn.benchmark = not enabled if benchmark is None else benchmark
         torch.backends.cudnn.allow_tf32 = not enabled
     torch.backends.cuda.matmul.allow_tf32 = not enabled
+
+
+def cudnn_benchmark(config: Any) -> bool | None:
+    """``precision.cudnn_benchmark`` as :func:`set_deterministic` takes it (None for auto or no such key).
+
+    ``on`` with ``run.deterministic`` is refused: an algorithm chosen by timing can differ between runs.
+    """
+    mode = getattr(getattr(config, "precision", None), "cudnn_benchmark", "auto")
+    if mode == "on" and getattr(getattr(config, "run", None), "deterministic", False):
+        raise ConfigError("precision.cudnn_benchmark: on picks convolution algorithms by timing them, which can "
+                          "differ between runs; it cannot go with run.deterministic: true (set one of them off)")
+    return None if mode == "auto" else mode == "on"
 
 
 def rng_state() -> dict[str, Any]:

@@ -33,7 +33,7 @@ from .atomic import atomic_write_text, missing_folders, remove_if_empty
 from .checkpoint import load_checkpoint
 from .config import CoreConfig, dump_yaml, load_config, load_file
 from .config.sections import amp_mode, check_amp
-from .device import resolve_device, seed_everything, set_deterministic
+from .device import cudnn_benchmark, resolve_device, seed_everything, set_deterministic
 from .distributed import Distributed
 from .errors import CheckpointError, ConfigError, NectarGANError, PluginError, RunDirError
 from .filekind import kind_of
@@ -106,7 +106,7 @@ class Run:
         run_cfg = config.run
         if run_cfg.threads:
             torch.set_num_threads(run_cfg.threads)
-        set_deterministic(run_cfg.deterministic)
+        set_deterministic(run_cfg.deterministic, cudnn_benchmark(config))
         # Rank r draws from seed + r (dropout masks differ across processes); rank 0 matches a single process.
         seed_everything(run_cfg.seed + self.dist.rank)
         device = self.dist.device(resolve_device(run_cfg.device))
@@ -341,6 +341,7 @@ def check_before_run_dir(config: CoreConfig, host: PluginHost) -> None:
         check_trainer_class(trainer_cls, f"trainer '{component.name}' ({component.provided_by})")
         check_graph_mode(config, trainer_cls, device.type)
         check_amp(amp_mode(config), device.type)
+    cudnn_benchmark(config)  # on with run.deterministic: refused
     check = getattr(trainer_cls, "check_config", None)
     if callable(check):
         check(config, registry)
@@ -405,8 +406,6 @@ def elastic_restart_target(output_dir: str | Path, name: str) -> RunDir | None:
     failure; the run whose ``launch.json`` names this ``TORCHELASTIC_RUN_ID``
     (and has a checkpoint) is resumed instead of starting a new one.
     """
-    import json
-
     run_id = os.environ.get("TORCHELASTIC_RUN_ID")
     if not run_id or int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") or 0) == 0:
         return None

@@ -395,8 +395,10 @@ class Trainer:
         }
         if self.device.type == "cuda":
             rows["cuda graphs"] = self.step_graphs.decision.text if self.step_graphs is not None else "off"
+            search = ("on (precision.cudnn_benchmark)" if torch.backends.cudnn.benchmark
+                      else "off (its heuristics choose)")
             rows["tf32"] = ("off (run.deterministic)" if run.deterministic
-                            else "on for fp32 convolutions and matrix products; cudnn.benchmark on")
+                            else f"on for fp32 convolutions and matrix products; cudnn.benchmark {search}")
         return rows
 
     def position_text(self) -> str:

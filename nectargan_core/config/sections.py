@@ -215,6 +215,10 @@ class PrecisionSection(Section):
         "auto", description="Capture the whole training step as one CUDA graph and replay it: auto (on CUDA where "
                             "safe: one process, no gradient accumulation, compile off), on (refuse a run where it "
                             "cannot), off")
+    cudnn_benchmark: Literal["auto", "on", "off"] = Field(
+        "auto", description="cuDNN picks each convolution's algorithm by timing the candidates at its first use "
+                            "(torch.backends.cudnn.benchmark): auto (on unless run.deterministic), on, off (its "
+                            "heuristics: no search at the start)")
 
 
 class CoreConfig(Section):
