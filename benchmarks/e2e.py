@@ -5,7 +5,8 @@ Usage::
     python benchmarks/e2e.py [--device cuda|cpu] [--scenarios pix2pix-256x1,pix2pix-256x16,cyclegan-256x1]
                              [--epochs 3] [--reference PATH_TO_REFERENCE_CHECKOUT]
                              [--variant NAME='--preset pix2pix-reference --set precision.amp=off' ...]
-                             [--no-defaults] [--workers N] [--work-dir DIR] [--run-timeout S] [--json OUT] [--small]
+                             [--no-defaults | --recipe-only] [--workers N] [--work-dir DIR] [--run-timeout S]
+                             [--json OUT] [--small]
 
 Each run is a fresh ``nectargan train`` process (data loading, the step, logging, examples and
 checkpoints as the variant configures them) and, with ``--reference``, a fresh run of the
@@ -156,6 +157,20 @@ def variant_for(args: list[str], model: str) -> list[str] | None:
     if not named:
         return ["--trainer", model, *args]
     return list(args) if all(n.startswith(model) for n in named) else None
+
+
+def scenario_variants(model: str, extra: dict[str, list[str]], *, defaults: bool = True,
+                      recipe_only: bool = False) -> dict[str, list[str]]:
+    """The runs of ours for a scenario of ``model``: the default ones (all, only reference-recipe, or none),
+    then each ``--variant`` that is for this model."""
+    variants = default_variants(model) if defaults else {}
+    if recipe_only:
+        variants = {name: args for name, args in variants.items() if name == "reference-recipe"}
+    for name, args in extra.items():
+        chosen = variant_for(args, model)
+        if chosen is not None:
+            variants[name] = chosen
+    return variants
 
 
 def small_overrides(model: str) -> list[str]:
@@ -568,6 +583,8 @@ def main() -> int:
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
                         help="another run of ours: nectargan train ARGS (repeatable)")
     parser.add_argument("--no-defaults", action="store_true", help="run only the --variant runs (and the reference)")
+    parser.add_argument("--recipe-only", action="store_true",
+                        help="of the default runs, only reference-recipe (leave out the plain defaults)")
     parser.add_argument("--workers", type=int, default=None, help="loader workers (default: 4 on CUDA, 0 on CPU)")
     parser.add_argument("--run-timeout", type=float, default=None, metavar="S",
                         help="kill a run (ours or the reference's) after S seconds and count it as failed")
@@ -622,11 +639,8 @@ def main() -> int:
     failed = False
     for scenario in scenarios:
         data = synth(work / "data", scenario, sys.executable)
-        variants = {} if opts.no_defaults else default_variants(scenario.model)
-        for name, args in extra.items():
-            chosen = variant_for(args, scenario.model)
-            if chosen is not None:
-                variants[name] = chosen
+        variants = scenario_variants(scenario.model, extra, defaults=not opts.no_defaults,
+                                     recipe_only=opts.recipe_only)
         rows: dict[str, dict[str, Any]] = {}
         for name, args in variants.items():
             print(f"  {scenario.name} {name} ...", flush=True)

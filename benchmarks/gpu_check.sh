@@ -7,7 +7,7 @@
 #     final: benchmarks/e2e.py against the reference's train.py (.gpu/ref2a, commit 2a7afba) on the same data
 #            first, then where the first epoch's start goes (gpu.py first-steps: fresh processes, cuDNN
 #            autotuning vs heuristics), the CUDA tests, the parity, and the loader alone (data.cache off vs device)
-# Worst case about 550 s in all (each part's limit below): run it with the device tool's timeout_s=590.
+# Worst case about 580 s in all (each part's limit below): run it with the device tool's timeout_s=595.
 # Each part has its own time limit, so a slow one costs only its own figures.
 set -u
 OUT=${OUT:-/tmp/nectargan-gpu-out}
@@ -31,8 +31,15 @@ if [ "$what" = steps ]; then
         | grep -v "^$" | tail -40 || status=1
 fi
 if [ "$what" = final ]; then
-    timeout 290 python3 benchmarks/e2e.py --device cuda --reference .gpu/ref2a --run-timeout 70 --work-dir /tmp/e2e \
-        --json "$OUT/e2e.json" 2>&1 | tee "$OUT/e2e.log" | grep -vE "^\s*$|^  .* \.\.\.$" | tail -45 || status=1
+    # The table of the goals (each scenario: the reference recipe against the reference itself), then
+    # at 256x1 the recipe with cuDNN's heuristics (no autotuning at the start) and the plain defaults.
+    timeout 250 python3 benchmarks/e2e.py --device cuda --reference .gpu/ref2a --run-timeout 70 --work-dir /tmp/e2e \
+        --recipe-only --json "$OUT/e2e.json" 2>&1 | tee "$OUT/e2e.log" | grep -vE "^\s*$|^  .* \.\.\.$" | tail -40 \
+        || status=1
+    timeout 80 python3 benchmarks/e2e.py --device cuda --run-timeout 40 --work-dir /tmp/e2e --scenarios pix2pix-256x1 \
+        --no-defaults --variant "recipe-heuristics=--preset pix2pix-reference --set precision.cudnn_benchmark=off" \
+        --variant "defaults=--trainer pix2pix" --json "$OUT/e2e-more.json" 2>&1 | tee "$OUT/e2e-more.log" \
+        | grep -vE "^\s*$|^  .* \.\.\.$" | tail -12 || status=1
     timeout 95 python3 benchmarks/gpu.py --only first-steps --json "$OUT/first.json" 2>&1 | tee "$OUT/first.log" \
         | grep "\[8\]" || status=1
     tests 60

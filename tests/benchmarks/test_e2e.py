@@ -105,6 +105,15 @@ def test_variants_go_to_the_scenarios_of_their_model():
     assert e2e.parse_scenario("cyclegan-256x1", small=False).load_size == 286
 
 
+def test_recipe_only_and_no_defaults_choose_the_default_runs():
+    extra = {"heuristics": ["--preset", "pix2pix-reference", "--set", "precision.cudnn_benchmark=off"]}
+    assert list(e2e.scenario_variants("pix2pix", extra)) == ["reference-recipe", "defaults", "heuristics"]
+    assert list(e2e.scenario_variants("pix2pix", extra, recipe_only=True)) == ["reference-recipe", "heuristics"]
+    assert list(e2e.scenario_variants("pix2pix", extra, defaults=False)) == ["heuristics"]
+    assert e2e.scenario_variants("cyclegan", extra, recipe_only=True) == {
+        "reference-recipe": ["--preset", "cyclegan-reference"]}
+
+
 def test_the_wrapper_stamps_every_printed_line_of_the_reference(tmp_path):
     data = tmp_path / "data" / "train"
     data.mkdir(parents=True)
