@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from .errors import ConfigError, NectarGANError
+from .errors import NectarGANError
 
 
 def resolve_device(spec: str) -> torch.device:
@@ -68,14 +68,9 @@ def set_deterministic(enabled: bool, benchmark: bool | None = None) -> None:
 
 
 def cudnn_benchmark(config: Any) -> bool | None:
-    """``precision.cudnn_benchmark`` as :func:`set_deterministic` takes it (None for auto or no such key).
-
-    ``on`` with ``run.deterministic`` is refused: an algorithm chosen by timing can differ between runs.
-    """
+    """``precision.cudnn_benchmark`` as :func:`set_deterministic` takes it (None for auto or no such key; the
+    config refuses ``on`` with ``run.deterministic``)."""
     mode = getattr(getattr(config, "precision", None), "cudnn_benchmark", "auto")
-    if mode == "on" and getattr(getattr(config, "run", None), "deterministic", False):
-        raise ConfigError("precision.cudnn_benchmark: on picks convolution algorithms by timing them, which can "
-                          "differ between runs; it cannot go with run.deterministic: true (set one of them off)")
     return None if mode == "auto" else mode == "on"
 
 

@@ -341,7 +341,6 @@ def check_before_run_dir(config: CoreConfig, host: PluginHost) -> None:
         check_trainer_class(trainer_cls, f"trainer '{component.name}' ({component.provided_by})")
         check_graph_mode(config, trainer_cls, device.type)
         check_amp(amp_mode(config), device.type)
-    cudnn_benchmark(config)  # on with run.deterministic: refused
     check = getattr(trainer_cls, "check_config", None)
     if callable(check):
         check(config, registry)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, ClassVar, Literal, Mapping, Optional
 
@@ -256,6 +255,16 @@ class CoreConfig(Section):
             return value
         kind = "visualizer" if info.field_name == "visualizers" else "callback"
         return {name: validate_options(registry, kind, name, opts or {}, info) for name, opts in value.items()}
+
+    @model_validator(mode="after")
+    def _search_or_determinism(self) -> "CoreConfig":
+        """``precision.cudnn_benchmark: on`` (a trainer's section) cannot go with ``run.deterministic``."""
+        if getattr(getattr(self, "precision", None), "cudnn_benchmark", "auto") == "on" and self.run.deterministic:
+            raise PydanticCustomError(KEYED_ERROR, "{key}: {message}", {
+                "key": "precision.cudnn_benchmark",
+                "message": "on picks convolution algorithms by timing them, which can differ between runs; it "
+                           "cannot go with run.deterministic: true (set one of them off)"})
+        return self
 
     def section(self, name: str) -> Any:
         """A plugin's or trainer's section by name."""

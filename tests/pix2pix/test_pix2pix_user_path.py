@@ -201,8 +201,8 @@ def test_a_config_mistake_is_one_line_and_leaves_no_run_directory(dataset, tmp_p
      "64 (reflection padding needs more pixels than it adds); raise data.crop_size or choose another "
      "models.generator"),
     (["precision.cudnn_benchmark=on", "run.deterministic=true"], ConfigError,
-     "precision.cudnn_benchmark: on picks convolution algorithms by timing them, which can differ between runs; "
-     "it cannot go with run.deterministic: true (set one of them off)"),
+     "--set precision.cudnn_benchmark=on: precision.cudnn_benchmark: on picks convolution algorithms by timing "
+     "them, which can differ between runs; it cannot go with run.deterministic: true (set one of them off)"),
     (["data.root=nowhere"], DatasetError, "nowhere: dataset folder does not exist (data.root)"),
     (["data.root=empty"], ConfigError, "data.root: empty/train: no images (looked for "),
     (["data.root=null"], ConfigError, "data.root: no dataset folder given; set data.root"),
