@@ -253,9 +253,9 @@ class Run:
         """Build the resumed run in memory: config, processes, networks, the checkpoint's state; no writes."""
         data = load_file(run_dir.config_file)
         if keep_schedule:  # the epochs the stored config fits its schedules to, before this resume's overrides
-            planned = load_config(data, (), host.registry).loop.fitted_epochs
+            planned = load_config(data, (), host.registry, label=str(run_dir.config_file)).loop.fitted_epochs
             overrides = [*overrides, f"loop.schedule_epochs={planned}"]
-        resolved = load_config(data, overrides, host.registry)
+        resolved = load_config(data, overrides, host.registry, label=str(run_dir.config_file))
         check_run_parts(resolved, host.registry.pinned(pins_for(resolved)))
         dist = Distributed.from_environment(resolved.distributed, resolved.run.device)
         # Every process resumes the run rank 0 chose, from the checkpoint rank 0 chose.

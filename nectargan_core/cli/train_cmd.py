@@ -228,4 +228,4 @@ def _check_config(config_file: str | dict | None, overrides: list[str], resume: 
     target, name = resume_target(resume)
     run_dir = latest_run(output_dir or "runs", name) if target == "latest" else RunDir.open(target)
     check_free(run_dir.path)
-    load_config(load_file(run_dir.config_file), overrides, registry)
+    load_config(load_file(run_dir.config_file), overrides, registry, label=str(run_dir.config_file))

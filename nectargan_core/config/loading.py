@@ -114,31 +114,51 @@ def load_config(
     source: str | Path | Mapping[str, Any] | None = None,
     overrides: Iterable[str] = (),
     registry: Registry | None = None,
+    *,
+    label: str | None = None,
 ) -> CoreConfig:
-    """Load, override and validate a config from a file path, a dict, or nothing (defaults)."""
+    """Load, override and validate a config from a file path, a dict, or nothing (defaults).
+
+    Errors name ``label`` (the file a dict was read from), else the file, ``config`` or ``defaults``, for the
+    values that did not come from a ``--set``.
+    """
     if isinstance(source, BaseModel):
-        data = source.model_dump(mode="json")
-        label = "config"
+        data, named = source.model_dump(mode="json"), "config"
     elif isinstance(source, Mapping):
-        data = dict(source)
-        label = "config"
+        data, named = dict(source), "config"
     elif source is None:
-        data = {}
-        label = "defaults"
+        data, named = {}, "defaults"
     else:
-        data = load_file(source)
-        label = printable(source)
+        data, named = load_file(source), printable(source)
+    if label is not None:
+        named = printable(label)
     problem = check_data(data)
     if problem is not None:  # before the overrides copy it: nothing deep or huge is walked twice
-        raise ConfigError(f"{label}: {problem}")
+        raise ConfigError(f"{named}: {problem}")
     overrides = list(overrides)
+    given = data
     data = apply_overrides(data, overrides)
     origins: dict[str, str] = {}
     for override in overrides:  # in the order they apply: a key set again moves to the end
         key = override.partition("=")[0].strip()
-        origins.pop(key, None)
-        origins[key] = f"--set {override.strip()}"
-    return validate_config(data, registry, source=label, origins=origins)
+        for path in (*made_by(given, key), key):
+            origins.pop(path, None)
+            origins[path] = f"--set {override.strip()}"
+    return validate_config(data, registry, source=named, origins=origins)
+
+
+def made_by(data: Mapping[str, Any], key: str) -> list[str]:
+    """The sections above ``key`` (a dotted ``--set`` key) that setting it makes or replaces in ``data``: those
+    absent, or not a mapping there. An error about one of them (an unknown section ``no`` from ``--set
+    no.such.key=1``) is the ``--set``'s, not the file's."""
+    parts, made, node = key.split("."), [], data
+    for depth in range(1, len(parts)):
+        if isinstance(node, Mapping) and parts[depth - 1] in node and isinstance(node[parts[depth - 1]], Mapping):
+            node = node[parts[depth - 1]]
+            continue
+        made += [".".join(parts[:d]) for d in range(depth, len(parts))]
+        break
+    return made
 
 
 def dump_yaml(data: Mapping[str, Any]) -> str:

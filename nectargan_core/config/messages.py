@@ -56,6 +56,10 @@ def describe_errors(exc: ValidationError, model: type[BaseModel], prefix: str = 
             message = f"unknown key; {hint}allowed keys: {', '.join(allowed)}"
         elif error["type"] == "missing":
             message = "this key is required"
+        elif error["type"] == "model_type":  # "... or instance of PrecisionSection": a class name users never see
+            shown = repr(error.get("input"))
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            message = f"must be a section: a mapping of its keys to values (got {shown})"
         elif error["type"] == "int_parsing_size":
             message = f"too large: config integers fit 64 bits (at most {MAX_INT})"
             shown = repr(error["input"])

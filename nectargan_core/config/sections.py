@@ -263,7 +263,8 @@ class CoreConfig(Section):
             raise PydanticCustomError(KEYED_ERROR, "{key}: {message}", {
                 "key": "precision.cudnn_benchmark",
                 "message": "on picks convolution algorithms by timing them, which can differ between runs; it "
-                           "cannot go with run.deterministic: true (set one of them off)"})
+                           "cannot go with run.deterministic: true (set precision.cudnn_benchmark to auto or off, or "
+                           "run.deterministic to false)"})
         return self
 
     def section(self, name: str) -> Any:

@@ -278,3 +278,35 @@ def test_why_the_config_does_not_use_pydantics_strict_mode_still_holds():
     assert Ours.model_validate({"crop": [256, 256], "root": "datasets/facades"}).crop == (256, 256)
     with pytest.raises(ValidationError, match=r'must be an integer \(got "3"\); write a whole number'):
         Ours.model_validate({"epochs": "3"})
+
+
+def test_a_section_that_a_set_makes_or_replaces_is_blamed_on_that_set(tmp_path):
+    from nectargan_core.config.loading import made_by
+
+    assert made_by({}, "no.such.key") == ["no", "no.such"]
+    assert made_by({"precision": {"amp": "off"}}, "precision.amp") == []
+    assert made_by({"precision": {"amp": "off"}}, "precision.amp.x") == ["precision.amp"]
+    assert made_by({"precision": 3}, "precision.amp") == ["precision"]
+    path = tmp_path / "p.yaml"
+    path.write_text("loop: {epochs: 2}\n")
+    for override, start in [("no.such.key=1", "--set no.such.key=1: no: "),
+                            ("loop.nosuch.x=1", "--set loop.nosuch.x=1: loop.nosuch: ")]:
+        with pytest.raises(ConfigError) as raised:
+            load_config(str(path), [override])
+        assert str(raised.value).startswith(start), str(raised.value)
+    with pytest.raises(ConfigError) as raised:  # the file's own mistake stays the file's
+        load_config(str(path), ["loop.epochs=3", "no_section=1"])
+    assert str(raised.value).startswith("--set no_section=1: no_section: ")
+
+
+def test_a_config_read_from_a_run_is_named_by_its_file():
+    with pytest.raises(ConfigError) as raised:
+        load_config({"loop": {"epochs": -1}}, [], label="runs/x/version_0/config.yaml")
+    assert str(raised.value).startswith("runs/x/version_0/config.yaml: loop.epochs: ")
+
+
+def test_a_value_where_a_section_belongs_is_named_as_such():
+    with pytest.raises(ConfigError) as raised:
+        load_config({}, ["loop=on"])
+    assert str(raised.value) == ("--set loop=on: loop: must be a section: a mapping of its keys to values "
+                                 "(got 'on')")

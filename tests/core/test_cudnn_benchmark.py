@@ -35,7 +35,8 @@ def test_on_with_deterministic_algorithms_is_a_config_error_in_one_line(tmp_path
     refused = run_cli("config", "validate", "det.yaml", cwd=tmp_path)
     assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [
         "error: det.yaml: precision.cudnn_benchmark: on picks convolution algorithms by timing them, which can "
-        "differ between runs; it cannot go with run.deterministic: true (set one of them off)"]
+        "differ between runs; it cannot go with run.deterministic: true (set precision.cudnn_benchmark to auto "
+        "or off, or run.deterministic to false)"]
     assert run_cli("config", "validate", "off.yaml", cwd=tmp_path).returncode == 0
     late = run_cli("config", "validate", "off.yaml", "--set", "precision.cudnn_benchmark=on", cwd=tmp_path)
     assert late.returncode == 2 and "precision.cudnn_benchmark: on picks" in late.stderr

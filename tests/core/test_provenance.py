@@ -82,8 +82,9 @@ def test_resume_refuses_a_part_that_another_distribution_provides_now(dists, tra
     metrics = (trained / "metrics.jsonl").read_bytes()
     with pytest.raises(ConfigError) as raised:
         Run.resume(trained, overrides=["loop.epochs=2"], host=dists("b"))
-    assert str(raised.value) == (
-        "config: toy.loss: loss 'tp_tv': this config used nectargan-tpa 1.0.0 (plugin 'tpa'), but now nectargan-tpb 2.0.0 "
+    assert str(raised.value) == (  # named by the run's config file, which holds the name
+        f"{trained / 'config.yaml'}: toy.loss: loss 'tp_tv': this config used nectargan-tpa 1.0.0 (plugin 'tpa'), "
+        "but now nectargan-tpb 2.0.0 "
         "(plugin 'tpb') provides it; pip install 'nectargan-tpa==1.0.0' to get it back, or write "
         "'nectargan-tpb:tp_tv' to use the other one on purpose")
     assert (trained / "metrics.jsonl").read_bytes() == metrics
@@ -101,7 +102,8 @@ def test_resume_warns_in_one_line_when_only_the_version_differs(dists, trained, 
     Run.resume(trained, overrides=["loop.epochs=2"], host=dists("a11")).fit()
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     assert warnings == [
-        "warning: config: loss 'tp_tv': this config used nectargan-tpa 1.0.0 (plugin 'tpa'), now 1.1.0 is "
+        f"warning: {trained / 'config.yaml'}: loss 'tp_tv': this config used nectargan-tpa 1.0.0 (plugin 'tpa'), "
+        "now 1.1.0 is "
         "installed; results may differ (pip install 'nectargan-tpa==1.0.0' to reproduce them exactly)"]
 
 
@@ -109,7 +111,8 @@ def test_resume_says_what_to_install_when_a_part_is_gone(dists, trained):
     with pytest.raises(ConfigError) as raised:
         Run.resume(trained, host=dists())
     assert str(raised.value) == (
-        "config: toy.loss: unknown loss 'tp_tv'; this config used it from nectargan-tpa 1.0.0 (plugin 'tpa'): "
+        f"{trained / 'config.yaml'}: toy.loss: unknown loss 'tp_tv'; this config used it from nectargan-tpa 1.0.0 "
+        "(plugin 'tpa'): "
         "pip install 'nectargan-tpa==1.0.0'; available: charbonnier, hinge, l1, l2, laplacian, lsgan, smooth_l1, "
         "sobel, ssim, toy_mse, vanilla, vgg, wgan-gp")
 
@@ -229,12 +232,13 @@ def test_a_substitute_is_refused_where_it_is_named_before_its_options_are_checke
         Run.resume(run.dir, host=rich("s"))
     # One line per part, at its key, and never the substitute's option errors ("takes no options").
     assert str(raised.value).splitlines() == [
-        "config: visualizers: visualizer 'tp_csv': this config used nectargan-tpr 1.0.0 (plugin 'tpr'), but now "
+        f"{run.dir / 'config.yaml'}: visualizers: visualizer 'tp_csv': this config used nectargan-tpr 1.0.0 "
+        "(plugin 'tpr'), but now "
         "nectargan-tps 2.0.0 (plugin 'tps') provides it; pip install 'nectargan-tpr==1.0.0' to get it back, or "
         "write 'nectargan-tps:tp_csv' to use the other one on purpose",
-        "config: toy.loss: loss 'tp_tv': this config used nectargan-tpr 1.0.0 (plugin 'tpr'), but now "
-        "nectargan-tps 2.0.0 (plugin 'tps') provides it; pip install 'nectargan-tpr==1.0.0' to get it back, or "
-        "write 'nectargan-tps:tp_tv' to use the other one on purpose"]
+        f"{run.dir / 'config.yaml'}: toy.loss: loss 'tp_tv': this config used nectargan-tpr 1.0.0 (plugin 'tpr'), "
+        "but now nectargan-tps 2.0.0 (plugin 'tps') provides it; pip install 'nectargan-tpr==1.0.0' to get it back, "
+        "or write 'nectargan-tps:tp_tv' to use the other one on purpose"]
 
 
 def test_a_refusal_is_kept_beside_the_other_errors(rich, tmp_path):
@@ -243,8 +247,8 @@ def test_a_refusal_is_kept_beside_the_other_errors(rich, tmp_path):
         Run.resume(run.dir, overrides=["loop.epochs=0"], host=rich("s"))
     lines = str(raised.value).splitlines()
     assert "--set loop.epochs=0: loop.epochs: Input should be greater than 0 (got 0)" in lines  # named by its --set
-    assert sum(line.startswith("config: toy.loss: loss 'tp_tv': this config used nectargan-tpr 1.0.0") for line in
-               lines) == 1
+    assert sum(line.startswith(f"{run.dir / 'config.yaml'}: toy.loss: loss 'tp_tv': this config used "
+                               "nectargan-tpr 1.0.0") for line in lines) == 1
 
 
 def test_a_section_of_a_removed_plugin_that_holds_its_defaults_is_left_out_with_a_warning(rich, dists, tmp_path,
@@ -257,7 +261,8 @@ def test_a_section_of_a_removed_plugin_that_holds_its_defaults_is_left_out_with_
     resumed = Run.resume(run.dir, overrides=["loop.epochs=2"], host=rich()).fit()
     assert resumed.trainer.epochs_done == 2
     assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")] == [
-        "warning: config: tpsec: the config section of nectargan-tpr 1.0.0 (plugin 'tpr') is left out: that plugin "
+        f"warning: {run.dir / 'config.yaml'}: tpsec: the config section of nectargan-tpr 1.0.0 (plugin 'tpr') is "
+        "left out: that plugin "
         "is not loaded now and the section holds only its defaults (pip install 'nectargan-tpr==1.0.0' to keep it)"]
     assert "tpsec" not in yaml.safe_load((run.dir / "config.yaml").read_text())
 
@@ -269,6 +274,7 @@ def test_a_section_of_a_removed_plugin_with_settings_is_refused_naming_what_to_i
     with pytest.raises(ConfigError) as raised:
         Run.resume(run.dir, overrides=["loop.epochs=2"], host=rich())
     assert str(raised.value) == (
-        "config: tpsec: this config section comes from nectargan-tpr 1.0.0 (plugin 'tpr'), which is not loaded now, "
+        f"{run.dir / 'config.yaml'}: tpsec: this config section comes from nectargan-tpr 1.0.0 (plugin 'tpr'), "
+        "which is not loaded now, "
         "and holds settings other than its defaults; pip install 'nectargan-tpr==1.0.0' to use it")
     assert (run.dir / "config.yaml").read_bytes() == saved

@@ -202,7 +202,8 @@ def test_a_config_mistake_is_one_line_and_leaves_no_run_directory(dataset, tmp_p
      "models.generator"),
     (["precision.cudnn_benchmark=on", "run.deterministic=true"], ConfigError,
      "--set precision.cudnn_benchmark=on: precision.cudnn_benchmark: on picks convolution algorithms by timing "
-     "them, which can differ between runs; it cannot go with run.deterministic: true (set one of them off)"),
+     "them, which can differ between runs; it cannot go with run.deterministic: true (set "
+     "precision.cudnn_benchmark to auto or off, or run.deterministic to false)"),
     (["data.root=nowhere"], DatasetError, "nowhere: dataset folder does not exist (data.root)"),
     (["data.root=empty"], ConfigError, "data.root: empty/train: no images (looked for "),
     (["data.root=null"], ConfigError, "data.root: no dataset folder given; set data.root"),
