@@ -121,7 +121,7 @@ def make_trainer(device: str, size: int, batch: int, data: Path, out: Path, impl
         "trainer": "cyclegan",
         "run": {"output_dir": str(out), "device": device, "seed": 0},
         "loop": {"epochs": 1000},
-        "data": {"root": str(data), "load_size": 16, "crop_size": 16, "batch_size": batch, "num_workers": 0},
+        "data": {"root": str(data), "load_size": size, "crop_size": size, "batch_size": batch, "num_workers": 0},
         "optim": {"implementation": implementation},
         "precision": {"amp": "off"},
         "checkpoint": {"save_last": False, "every_epochs": None},
@@ -162,7 +162,7 @@ def _compare(device: str, repeats: int, say: Callable[[str, str, str], None], si
     from nectargan_translate.data.synth import write_unpaired_synthetic
 
     data = tmp / "data"
-    write_unpaired_synthetic(data, count=4, size=16, seed=0, val=0.25, test=0.0)  # the trainer needs one
+    write_unpaired_synthetic(data, count=4, size=size, seed=0, val=0.25, test=0.0)  # the trainer needs one
     # the reference's default Adam: foreach on CUDA, the single-tensor loop on the CPU
     reference_adam = "foreach" if torch.device(device).type == "cuda" else "single"
     trainers = {"ours": make_trainer(device, size, batch, data, tmp / "ours", "auto"),

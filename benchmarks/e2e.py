@@ -113,6 +113,8 @@ def parse_scenario(name: str, small: bool) -> Scenario:
     if not match:
         raise SystemExit(f"scenario {name!r}: expected <pix2pix|cyclegan>-<size>x<batch>, e.g. pix2pix-256x16")
     model, size, batch = match.group(1), int(match.group(2)), int(match.group(3))
+    if size < 16 or size % 4 or batch < 1:
+        raise SystemExit(f"scenario {name!r}: the size must be a multiple of 4 from 16 up and the batch at least 1")
     if model == "pix2pix":
         images = (8 if batch == 1 else 4 * batch) if small else (400 if batch == 1 else 60 * batch)
     else:
@@ -136,7 +138,7 @@ def synth(root: Path, scenario: Scenario, python: str) -> Path:
                "--count", str(count), "--val", repr(scenario.val / count), "--test", "0", "--seed", "0"]
         if unpaired:
             cmd.append("--unpaired")
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     return out
 
 
@@ -171,6 +173,33 @@ def scenario_variants(model: str, extra: dict[str, list[str]], *, defaults: bool
         if chosen is not None:
             variants[name] = chosen
     return variants
+
+
+#: Keys the benchmark sets itself to find a run's figures: a variant must not move the run elsewhere.
+OWN_KEYS = ("run.name", "run.output_dir")
+VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def parse_variants(specs: list[str]) -> dict[str, list[str]]:
+    """``--variant NAME=ARGS`` options -> {NAME: argument list}; a name is a file-name-safe word, used once."""
+    extra: dict[str, list[str]] = {}
+    for spec in specs:
+        name, sep, text = spec.partition("=")
+        if not sep or not VARIANT_NAME.fullmatch(name) or name == "reference":
+            raise SystemExit(f"--variant {spec!r}: expected NAME=ARGS, NAME made of letters, digits, '_', '.' "
+                             "and '-' (not 'reference')")
+        if name in extra:
+            raise SystemExit(f"--variant {name}: given more than once")
+        try:
+            args = shlex.split(text)
+        except ValueError as exc:
+            raise SystemExit(f"--variant {name}: {text!r}: {exc}") from None
+        moved = [a for a in args if a.split("=", 1)[0] in OWN_KEYS or a in ("--resume", "-o", "--output-dir")]
+        if moved:
+            raise SystemExit(f"--variant {name}: {moved[0]} moves the run where the benchmark does not look; "
+                             f"leave {', '.join(OWN_KEYS)} to it")
+        extra[name] = args
+    return extra
 
 
 def small_overrides(model: str) -> list[str]:
@@ -437,10 +466,13 @@ def run_process(cmd: list[str], log: Path, sampler: GpuSampler, cwd: Path | None
             returncode = -9
     finished = time.time()
     samples = sampler.stop()
+    timed_out = returncode == -9 and RUN_TIMEOUT is not None and finished - launched >= RUN_TIMEOUT
     if returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
-        print(f"    FAILED (exit {returncode}): {shlex.join(cmd)}\n{tail}", flush=True)
-    return {"returncode": returncode, "launched": launched, "wall_s": finished - launched, "samples": samples}
+        why = f"timed out after {RUN_TIMEOUT:g} s (--run-timeout)" if timed_out else f"exit {returncode}"
+        print(f"    FAILED ({why}): {shlex.join(cmd)}\n{tail}", flush=True)
+    return {"returncode": returncode, "launched": launched, "wall_s": finished - launched, "samples": samples,
+            **({"timed_out": True} if timed_out else {})}
 
 
 def summarise(parsed: dict[str, Any], proc: dict[str, Any], batch: int, idle_mib: float | None) -> dict[str, Any]:
@@ -469,8 +501,18 @@ def run_ours(scenario: Scenario, name: str, variant: list[str], data: Path, work
     result: dict[str, Any] = {"command": shlex.join(cmd)}
     runs = sorted((out / name).glob("version_*"), key=lambda p: int(p.name.split("_")[1]))
     if proc["returncode"] != 0 or not runs:
-        return {**result, "returncode": proc["returncode"]}
+        return {**result, "returncode": proc["returncode"] or 1, **failure_of(proc, runs)}
     return {**result, **summarise(read_ours(runs[-1]), proc, scenario.batch, idle)}
+
+
+def failure_of(proc: dict[str, Any], runs: list[Path]) -> dict[str, Any]:
+    """Why a run of ours has no figures: it timed out, failed, or left no run directory where it was told to."""
+    if proc.get("timed_out"):
+        return {"timed_out": True}
+    if proc["returncode"] == 0 and not runs:
+        print("    FAILED: the run left no run directory where the benchmark looks for it", flush=True)
+        return {"error": "no run directory"}
+    return {}
 
 
 def run_reference(scenario: Scenario, data: Path, work: Path, opts: argparse.Namespace,
@@ -482,7 +524,7 @@ def run_reference(scenario: Scenario, data: Path, work: Path, opts: argparse.Nam
     proc = run_process(cmd, log, sampler, cwd=opts.reference)
     result: dict[str, Any] = {"command": shlex.join(cmd)}
     if proc["returncode"] != 0:
-        return {**result, "returncode": proc["returncode"]}
+        return {**result, "returncode": proc["returncode"], **({"timed_out": True} if proc.get("timed_out") else {})}
     parsed = parse_reference_output(log.read_text(errors="replace").splitlines(), scenario.batch, scenario.images)
     return {**result, **summarise(parsed, proc, scenario.batch, idle)}
 
@@ -559,7 +601,9 @@ def table(scenario: Scenario, rows: dict[str, dict[str, Any]]) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in rows.items():
         if r.get("returncode"):
-            lines.append(f"| {name} | failed (exit {r['returncode']}) | | | | | | | | | |")
+            why = (f"timed out ({RUN_TIMEOUT:g} s)" if r.get("timed_out") else r.get("error")
+                   or f"failed (exit {r['returncode']})")
+            lines.append(f"| {name} | {why} | | | | | | | | | |")
             continue
         busy = r.get("gpu_busy")
         lines.append(
@@ -582,9 +626,10 @@ def main() -> int:
     parser.add_argument("--reference", type=Path, default=None, help="a checkout of junyanz/pytorch-CycleGAN-and-pix2pix")
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
                         help="another run of ours: nectargan train ARGS (repeatable)")
-    parser.add_argument("--no-defaults", action="store_true", help="run only the --variant runs (and the reference)")
-    parser.add_argument("--recipe-only", action="store_true",
-                        help="of the default runs, only reference-recipe (leave out the plain defaults)")
+    defaults = parser.add_mutually_exclusive_group()
+    defaults.add_argument("--no-defaults", action="store_true", help="run only the --variant runs (and the reference)")
+    defaults.add_argument("--recipe-only", action="store_true",
+                          help="of the default runs, only reference-recipe (leave out the plain defaults)")
     parser.add_argument("--workers", type=int, default=None, help="loader workers (default: 4 on CUDA, 0 on CPU)")
     parser.add_argument("--run-timeout", type=float, default=None, metavar="S",
                         help="kill a run (ours or the reference's) after S seconds and count it as failed")
@@ -596,21 +641,32 @@ def main() -> int:
     if opts.device is None:
         import torch
         opts.device = "cuda" if torch.cuda.is_available() else "cpu"
-    opts.epochs = opts.epochs or (2 if opts.small else 3)
+    opts.epochs = opts.epochs if opts.epochs is not None else (2 if opts.small else 3)
     opts.workers = opts.workers if opts.workers is not None else (4 if opts.device == "cuda" else 0)
     opts.log_every = SMALL_LOG_EVERY_STEPS if opts.small else LOG_EVERY_STEPS
     global SMALL_CPU, RUN_TIMEOUT
     SMALL_CPU = opts.small and opts.device == "cpu"
     RUN_TIMEOUT = opts.run_timeout
-    names = opts.scenarios or ("pix2pix-32x1,pix2pix-32x4,cyclegan-32x1" if opts.small
-                               else "pix2pix-256x1,pix2pix-256x16,cyclegan-256x1")
+    names = opts.scenarios if opts.scenarios is not None else (
+        "pix2pix-32x1,pix2pix-32x4,cyclegan-32x1" if opts.small else "pix2pix-256x1,pix2pix-256x16,cyclegan-256x1")
     scenarios = [parse_scenario(n.strip(), opts.small) for n in names.split(",") if n.strip()]
-    extra: dict[str, list[str]] = {}
-    for spec in opts.variant:
-        name, sep, args = spec.partition("=")
-        if not sep or not name:
-            raise SystemExit(f"--variant {spec!r}: expected NAME=ARGS")
-        extra[name] = shlex.split(args)
+    if not scenarios:
+        raise SystemExit(f"--scenarios {names!r}: no scenario given")
+    twice = sorted({s.name for s in scenarios if [t.name for t in scenarios].count(s.name) > 1})
+    if twice:
+        raise SystemExit(f"--scenarios: {', '.join(twice)} given more than once")
+    if opts.epochs < 1 or (opts.run_timeout is not None and opts.run_timeout <= 0):
+        raise SystemExit("--epochs must be at least 1 and --run-timeout above 0")
+    extra = parse_variants(opts.variant)
+    for scenario in scenarios:
+        if not scenario_variants(scenario.model, extra, defaults=not opts.no_defaults, recipe_only=opts.recipe_only) \
+                and opts.reference is None:
+            raise SystemExit(f"scenario {scenario.name}: nothing to run (no run of ours is for {scenario.model} "
+                             "and no --reference)")
+    if opts.json is not None and not opts.json.parent.is_dir():
+        raise SystemExit(f"--json {opts.json}: its folder does not exist")
+    if opts.work_dir is not None and opts.work_dir.exists() and not opts.work_dir.is_dir():
+        raise SystemExit(f"--work-dir {opts.work_dir}: not a folder")
     if opts.reference is not None:
         opts.reference = opts.reference.resolve()
         if not (opts.reference / "train.py").is_file():
@@ -637,8 +693,16 @@ def main() -> int:
     }
     started = time.time()
     failed = False
+    datasets = {}
+    for scenario in scenarios:  # every dataset first: a scenario whose data cannot be made fails in seconds
+        try:
+            datasets[scenario.name] = synth(work / "data", scenario, sys.executable)
+        except subprocess.CalledProcessError as exc:
+            said = (exc.stderr or "").strip().splitlines()
+            raise SystemExit(f"scenario {scenario.name}: nectargan data synth failed: "
+                             f"{said[-1] if said else f'exit {exc.returncode}'}") from None
     for scenario in scenarios:
-        data = synth(work / "data", scenario, sys.executable)
+        data = datasets[scenario.name]
         variants = scenario_variants(scenario.model, extra, defaults=not opts.no_defaults,
                                      recipe_only=opts.recipe_only)
         rows: dict[str, dict[str, Any]] = {}

@@ -380,12 +380,11 @@ def first_steps_child(mode: str, launched: float) -> None:
     from nectargan_core.graphmode import WARMUP_STEPS
 
     imported = time.time()
-    trainer = cuda_trainer(SIZE, 1)  # the reference recipe's precision: fp32
     benchmark, limit = FIRST_STEP_MODES[mode]
-    if DEV == "cuda":  # after the engine's start, which sets cudnn.benchmark for the run
-        torch.backends.cudnn.benchmark = benchmark
-        if limit is not None:
-            torch.backends.cudnn.benchmark_limit = limit
+    if limit is not None:
+        torch.backends.cudnn.benchmark_limit = limit
+    # the reference recipe's precision (fp32); the search on or off as a user sets it
+    trainer = cuda_trainer(SIZE, 1, precision={"cudnn_benchmark": "on" if benchmark else "off"})
     data = cuda_batches(SIZE, 1, n=4, seed=3)
     sync()
     built = time.time()
@@ -406,12 +405,13 @@ def first_steps_child(mode: str, launched: float) -> None:
         "mode": mode, "import_s": imported - launched, "build_s": built - imported,
         "steps_s": [b - a for a, b in zip([built] + marks, marks)], "to_capture_s": marks[-1] - launched,
         "step_ms": statistics.median(times) * 1000, "replays": runner.replays, "captures": runner.captures,
-        "cudnn_benchmark": torch.backends.cudnn.benchmark}), flush=True)
+        "cudnn_benchmark": torch.backends.cudnn.benchmark if torch.backends.cudnn.is_available() else None,
+        "cudnn_benchmark_limit": torch.backends.cudnn.benchmark_limit if benchmark else None}), flush=True)
 
 
 def bench_first_steps(modes: list[str]) -> None:
     """The start of a run in fresh processes, per cuDNN algorithm-choice mode: what the first epoch pays."""
-    print("\n== 8. The first steps in a fresh process: cuDNN autotuning vs heuristics, pix2pix 256x1 fp32 ==",
+    print(f"\n== 8. The first steps in a fresh process: cuDNN autotuning vs heuristics, pix2pix {SIZE}x1 fp32 ==",
           flush=True)
     out: dict[str, Any] = {}
     for mode in modes:
@@ -454,16 +454,25 @@ def bench_cyclegan(repeats: int) -> None:
     RESULTS["6_cyclegan"] = cyclegan_bench.compare(DEV, repeats, say)
 
 
+#: The sections main() runs, in their default order.
+SECTION_NAMES = ("steps", "compile", "parity", "inference", "cyclegan", "graphs", "graph-parity", "first-steps", "cli")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
     parser.add_argument("--tmp", type=Path, default=Path("/tmp/nectargan-gpu"))
-    parser.add_argument("--only", default="", help="comma-separated sections to run, in that order (default: all)")
+    parser.add_argument("--only", default=None, help="comma-separated sections to run, in that order (default: all)")
     parser.add_argument("--smoke-cpu", action="store_true", help="check this script on the CPU at 64 px (no figures)")
     parser.add_argument("--first-steps-child", choices=sorted(FIRST_STEP_MODES), help=argparse.SUPPRESS)
     parser.add_argument("--launched", type=float, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    wanted = [name.strip() for name in (args.only or "").split(",") if name.strip()]
+    unknown = [name for name in wanted if name not in SECTION_NAMES]
+    if unknown or (args.only is not None and not wanted):
+        parser.error(f"--only: unknown section(s) {', '.join(unknown) or repr(args.only)}; choose from "
+                     f"{', '.join(SECTION_NAMES)}")
     global DEV, SIZE, BACKEND, WARMUP
     if args.smoke_cpu:
         DEV, SIZE, BACKEND, WARMUP = "cpu", 128, "gloo", 1
@@ -490,10 +499,7 @@ def main() -> int:
         ("cli", lambda: bench_cli(args.tmp)),
     ]
     failed = []
-    wanted = list(filter(None, args.only.split(",")))
-    unknown = [name for name in wanted if name not in dict(sections)]
-    if unknown:
-        parser.error(f"--only: unknown section(s) {', '.join(unknown)}; choose from {', '.join(dict(sections))}")
+    assert [name for name, _ in sections] == list(SECTION_NAMES)
     # --only also sets the order (the slowest sections last, so a time limit costs the fewest figures)
     for name, fn in [(name, dict(sections)[name]) for name in wanted] if wanted else sections:
         t0 = time.perf_counter()

@@ -114,6 +114,37 @@ def test_recipe_only_and_no_defaults_choose_the_default_runs():
         "reference-recipe": ["--preset", "cyclegan-reference"]}
 
 
+@pytest.mark.parametrize("specs, message", [
+    (["a/b=--set x=1"], "--variant 'a/b=--set x=1': expected NAME=ARGS"),
+    (["reference=--x"], "--variant 'reference=--x': expected NAME=ARGS"),
+    (["u=--set \"x"], "--variant u: '--set \"x': No closing quotation"),
+    (["q=--x", "q=--y"], "--variant q: given more than once"),
+    (["n=--set run.name=zzz"], "--variant n: run.name=zzz moves the run where the benchmark does not look"),
+])
+def test_variants_that_cannot_be_run_or_read_are_refused_in_one_line(specs, message):
+    with pytest.raises(SystemExit) as refused:
+        e2e.parse_variants(specs)
+    assert str(refused.value).startswith(message) and "\n" not in str(refused.value)
+    assert e2e.parse_variants(["ok-1.x=--set 'run.notes=a b=c'"]) == {"ok-1.x": ["--set", "run.notes=a b=c"]}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--scenarios", ""], "--scenarios '': no scenario given"),
+    (["--scenarios", "pix2pix-15x1"], "scenario 'pix2pix-15x1': the size must be a multiple of 4"),
+    (["--scenarios", "pix2pix-32x1,pix2pix-32x1"], "--scenarios: pix2pix-32x1 given more than once"),
+    (["--epochs", "0"], "--epochs must be at least 1"),
+    (["--run-timeout", "0"], "--epochs must be at least 1 and --run-timeout above 0"),
+    (["--scenarios", "pix2pix-32x1", "--no-defaults", "--variant", "c=--preset cyclegan-reference"],
+     "scenario pix2pix-32x1: nothing to run"),
+    (["--json", "/nonexistent-folder/x.json"], "--json /nonexistent-folder/x.json: its folder does not exist"),
+])
+def test_arguments_that_would_fail_later_are_refused_before_any_run(tmp_path, args, message):
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "e2e.py"), "--small", "--device", "cpu",
+                           "--work-dir", str(tmp_path / "work"), *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and proc.stderr.strip().splitlines()[-1].startswith(message), proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "work" / "runs").exists()
+
+
 def test_the_wrapper_stamps_every_printed_line_of_the_reference(tmp_path):
     data = tmp_path / "data" / "train"
     data.mkdir(parents=True)
