@@ -180,6 +180,14 @@ OWN_KEYS = ("run.name", "run.output_dir")
 VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
+def moves_the_run(arg: str) -> bool:
+    """Whether a variant's argument sets what the benchmark owns (run.name, run.output_dir) or resumes."""
+    if arg in ("--resume", "-o", "--output-dir") or arg.startswith(("--resume=", "--output-dir=")):
+        return True
+    key, _, value = arg.removeprefix("--set=").partition("=")
+    return key in OWN_KEYS or (key == "run" and re.search(r"\b(name|output_dir)\b", value) is not None)
+
+
 def parse_variants(specs: list[str]) -> dict[str, list[str]]:
     """``--variant NAME=ARGS`` options -> {NAME: argument list}; a name is a file-name-safe word, used once."""
     extra: dict[str, list[str]] = {}
@@ -194,7 +202,7 @@ def parse_variants(specs: list[str]) -> dict[str, list[str]]:
             args = shlex.split(text)
         except ValueError as exc:
             raise SystemExit(f"--variant {name}: {text!r}: {exc}") from None
-        moved = [a for a in args if a.split("=", 1)[0] in OWN_KEYS or a in ("--resume", "-o", "--output-dir")]
+        moved = [a for a in args if moves_the_run(a)]
         if moved:
             raise SystemExit(f"--variant {name}: {moved[0]} moves the run where the benchmark does not look; "
                              f"leave {', '.join(OWN_KEYS)} to it")
@@ -655,8 +663,12 @@ def main() -> int:
     twice = sorted({s.name for s in scenarios if [t.name for t in scenarios].count(s.name) > 1})
     if twice:
         raise SystemExit(f"--scenarios: {', '.join(twice)} given more than once")
-    if opts.epochs < 1 or (opts.run_timeout is not None and opts.run_timeout <= 0):
-        raise SystemExit("--epochs must be at least 1 and --run-timeout above 0")
+    if opts.epochs < 1:
+        raise SystemExit(f"--epochs {opts.epochs}: must be at least 1")
+    if opts.run_timeout is not None and not (math.isfinite(opts.run_timeout) and opts.run_timeout > 0):
+        raise SystemExit(f"--run-timeout {opts.run_timeout}: must be a number of seconds above 0")
+    if opts.workers < 0:
+        raise SystemExit(f"--workers {opts.workers}: must be 0 or more")
     extra = parse_variants(opts.variant)
     for scenario in scenarios:
         if not scenario_variants(scenario.model, extra, defaults=not opts.no_defaults, recipe_only=opts.recipe_only) \

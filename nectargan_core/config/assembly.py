@@ -39,6 +39,24 @@ def build_config_model(registry: Registry | None, trainer: str | None) -> type[C
     return create_model("NectarGANConfig", __base__=CoreConfig, __validators__=validators, **fields)
 
 
+def _no_trainer_for(exc: ValidationError, registry: Registry | None, source: str,
+                    origins: Mapping[str, str] | None) -> None:
+    """With no trainer chosen, a trainer's sections (data, models, ...) are unknown keys; say what is missing
+    (one line) instead of one "unknown key" per section."""
+    if registry is None:
+        return
+    sections = {name for c in registry.all("trainer") if c.options is not None for name in c.options.model_fields}
+    unknown = sorted({str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden" and len(e["loc"]) == 1
+                      and str(e["loc"][0]) in sections})
+    if not unknown:
+        return
+    names = ", ".join(registry.names("trainer"))
+    where = origin_of(f"{unknown[0]}: unknown key", source, origins)
+    raise ConfigError(f"{where}: {', '.join(unknown)}: no trainer is chosen, and only a trainer's config has "
+                      f"{'these sections' if len(unknown) > 1 else 'this section'}; set 'trainer' in the config or "
+                      f"use --trainer NAME (installed: {names})")
+
+
 def _resolving(options: Any) -> Any:
     """A validator that lets the trainer's options fill values one section takes from another.
 
@@ -113,6 +131,8 @@ def _validate_sections(
     try:
         config = model.model_validate({**absent, **data}, context={"registry": registry})
     except ValidationError as exc:
+        if trainer is None:
+            _no_trainer_for(exc, registry, source, origins)
         raise ConfigError("\n".join(f"{origin_of(line, source, origins)}: {line}"
                                      for line in describe_errors(exc, model))) from None
     check_capabilities(config, registry, source, origins)  # e.g. loop.nonfinite: skip needs a trainer that can skip

@@ -120,6 +120,9 @@ def test_recipe_only_and_no_defaults_choose_the_default_runs():
     (["u=--set \"x"], "--variant u: '--set \"x': No closing quotation"),
     (["q=--x", "q=--y"], "--variant q: given more than once"),
     (["n=--set run.name=zzz"], "--variant n: run.name=zzz moves the run where the benchmark does not look"),
+    (["n=--set=run.name=zzz"], "--variant n: --set=run.name=zzz moves the run"),
+    (["n=--set 'run={name: zzz}'"], "--variant n: run={name: zzz} moves the run"),
+    (["n=--set 'run={output_dir: x}'"], "--variant n: run={output_dir: x} moves the run"),
 ])
 def test_variants_that_cannot_be_run_or_read_are_refused_in_one_line(specs, message):
     with pytest.raises(SystemExit) as refused:
@@ -132,8 +135,10 @@ def test_variants_that_cannot_be_run_or_read_are_refused_in_one_line(specs, mess
     (["--scenarios", ""], "--scenarios '': no scenario given"),
     (["--scenarios", "pix2pix-15x1"], "scenario 'pix2pix-15x1': the size must be a multiple of 4"),
     (["--scenarios", "pix2pix-32x1,pix2pix-32x1"], "--scenarios: pix2pix-32x1 given more than once"),
-    (["--epochs", "0"], "--epochs must be at least 1"),
-    (["--run-timeout", "0"], "--epochs must be at least 1 and --run-timeout above 0"),
+    (["--epochs", "0"], "--epochs 0: must be at least 1"),
+    (["--run-timeout", "0"], "--run-timeout 0.0: must be a number of seconds above 0"),
+    (["--run-timeout", "nan"], "--run-timeout nan: must be a number of seconds above 0"),
+    (["--workers", "-1"], "--workers -1: must be 0 or more"),
     (["--scenarios", "pix2pix-32x1", "--no-defaults", "--variant", "c=--preset cyclegan-reference"],
      "scenario pix2pix-32x1: nothing to run"),
     (["--json", "/nonexistent-folder/x.json"], "--json /nonexistent-folder/x.json: its folder does not exist"),

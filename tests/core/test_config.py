@@ -88,7 +88,7 @@ BAD = [
     ({"trainer": "toy", "toy": {"model": {"name": "toy_linear", "features": 0}}},
      "defaults: toy.model: model 'toy_linear': features: Input should be greater than or equal to 1 (got 0)"),
     ({"trainer": "toy", "toy": {"model": {"name": "unet_9000"}}}, "defaults: toy.model: unknown model 'unet_9000'"),
-    ({"toy": {"lr": 1}}, "defaults: toy: unknown key"),  # no trainer chosen: its sections do not exist
+    ({"toy": {"lr": 1}}, "defaults: toy: no trainer is chosen, and only a trainer's config has this section"),
     ([1, 2], "defaults: the top level must be a mapping of sections, got list"),
 ]
 
@@ -310,3 +310,16 @@ def test_a_value_where_a_section_belongs_is_named_as_such():
         load_config({}, ["loop=on"])
     assert str(raised.value) == ("--set loop=on: loop: must be a section: a mapping of its keys to values "
                                  "(got 'on')")
+
+
+def test_a_trainers_section_without_a_trainer_says_to_choose_one():
+    registry = get_plugins().registry
+    with pytest.raises(ConfigError) as raised:
+        load_config({}, ["data.num_workers=0"], registry)
+    message = str(raised.value)
+    assert message.startswith("--set data.num_workers=0: data: no trainer is chosen, and only a trainer's config "
+                              "has this section; set 'trainer' in the config or use --trainer NAME (installed: ")
+    assert "pix2pix" in message and "\n" not in message
+    with pytest.raises(ConfigError) as raised:  # a key no trainer has is just unknown
+        load_config({}, ["nosuch=1"], registry)
+    assert str(raised.value).startswith("--set nosuch=1: nosuch: unknown key; allowed keys: ")
