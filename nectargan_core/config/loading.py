@@ -136,14 +136,15 @@ def load_config(
     if problem is not None:  # before the overrides copy it: nothing deep or huge is walked twice
         raise ConfigError(f"{named}: {problem}")
     overrides = list(overrides)
-    given = data
+    before = data
     data = apply_overrides(data, overrides)
     origins: dict[str, str] = {}
     for override in overrides:  # in the order they apply: a key set again moves to the end
         key = override.partition("=")[0].strip()
-        for path in (*made_by(given, key), key):
+        for path in (*made_by(before, key), key):  # sections made by an earlier --set stay that one's
             origins.pop(path, None)
             origins[path] = f"--set {override.strip()}"
+        before = apply_overrides(before, [override])
     return validate_config(data, registry, source=named, origins=origins)
 
 

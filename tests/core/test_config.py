@@ -297,6 +297,9 @@ def test_a_section_that_a_set_makes_or_replaces_is_blamed_on_that_set(tmp_path):
     with pytest.raises(ConfigError) as raised:  # the file's own mistake stays the file's
         load_config(str(path), ["loop.epochs=3", "no_section=1"])
     assert str(raised.value).startswith("--set no_section=1: no_section: ")
+    with pytest.raises(ConfigError) as raised:  # a section an earlier --set made is that one's, not a later one's
+        load_config({}, ["run.device=cuda:99999999999999999999", "run.output_dir=runs"])
+    assert str(raised.value).startswith("--set run.device=cuda:99999999999999999999: run.device: ")
 
 
 def test_a_config_read_from_a_run_is_named_by_its_file():
