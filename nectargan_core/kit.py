@@ -52,21 +52,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from .precision import Precision
     from .trainer import Trainer
 
-#: Optimizers whose capturable step reads a learning rate given as a device tensor (torch documents a tensor LR
-#: for Adam and AdamW with ``capturable=True`` or ``fused=True``): a captured step of theirs reads the LR at
-#: every replay, so a schedule that changes it needs no new capture.
-DEVICE_LR_OPTIMIZERS: tuple[type, ...] = (torch.optim.Adam, torch.optim.AdamW)
-
-
 def reads_device_lr(optimizer: torch.optim.Optimizer, group: dict[str, Any]) -> bool:
     """Whether a captured step of ``optimizer`` reads ``group``'s learning rate from a device tensor.
 
-    True for Adam and AdamW themselves (a subclass may step otherwise) over
-    parameters on a capture device, with a number as the LR (a tensor LR a
-    trainer set is read on the device already). The kit then hands the step a
-    device copy of the LR while capturing and refreshes it before each replay.
+    True for Adam and AdamW themselves (torch documents a tensor LR for them
+    with ``capturable=True`` or ``fused=True``; a subclass may step otherwise)
+    over parameters on a capture device, with a number as the LR (a tensor LR
+    a trainer set is read on the device already). The kit then hands the step
+    a device copy of the LR while capturing and refreshes it before each
+    replay, so a schedule that changes it needs no new capture.
     """
-    return (type(optimizer) in DEVICE_LR_OPTIMIZERS and "capturable" in group
+    return (type(optimizer) in (torch.optim.Adam, torch.optim.AdamW) and "capturable" in group
             and not isinstance(group["lr"], torch.Tensor)
             and all(p.device.type != "cpu" for p in group["params"]))
 
