@@ -399,19 +399,18 @@ class TrainerKit:
                 self._device_lrs[key] = (group, tensor, lr)
 
     def _device_lr(self, group: dict[str, Any]) -> torch.Tensor:
-        """The device tensor ``group``'s captured steps read its learning rate from, holding its current value.
+        """The device tensor ``group``'s captured steps read its learning rate from (made on first use).
 
         Made before the capture (a tensor made inside it would live in the
-        graph's memory pool); float32, as torch's fused kernels read it.
+        graph's memory pool); float32, as torch's fused kernels read it. A
+        capture reads no value: :meth:`load_learning_rates` brings the tensor
+        up to date before the replay that follows it.
         """
-        lr = float(group["lr"])
         known = self._device_lrs.get(id(group))
-        if known is None or known[0] is not group:
-            tensor = torch.tensor(lr, dtype=torch.float32, device=group["params"][0].device)
-        else:
-            tensor = known[1]
-            if known[2] != lr:
-                tensor.fill_(lr)
+        if known is not None and known[0] is group:
+            return known[1]
+        lr = float(group["lr"])
+        tensor = torch.tensor(lr, dtype=torch.float32, device=group["params"][0].device)
         self._device_lrs[id(group)] = (group, tensor, lr)
         return tensor
 

@@ -136,30 +136,32 @@ def load_config(
     if problem is not None:  # before the overrides copy it: nothing deep or huge is walked twice
         raise ConfigError(f"{named}: {problem}")
     overrides = list(overrides)
-    before = data
+    given = data
     data = apply_overrides(data, overrides)
     origins: dict[str, str] = {}
+    made: set[str] = set()  # sections an earlier --set made: they stay that one's
     for override in overrides:  # in the order they apply: a key set again moves to the end
         key = override.partition("=")[0].strip()
-        for path in (*made_by(before, key), key):  # sections made by an earlier --set stay that one's
+        sections = made_by(given, key, made)
+        made.update(sections)
+        for path in (*sections, key):
             origins.pop(path, None)
             origins[path] = f"--set {override.strip()}"
-        before = apply_overrides(before, [override])
     return validate_config(data, registry, source=named, origins=origins)
 
 
-def made_by(data: Mapping[str, Any], key: str) -> list[str]:
-    """The sections above ``key`` (a dotted ``--set`` key) that setting it makes or replaces in ``data``: those
-    absent, or not a mapping there. An error about one of them (an unknown section ``no`` from ``--set
-    no.such.key=1``) is the ``--set``'s, not the file's."""
-    parts, made, node = key.split("."), [], data
+def made_by(data: Mapping[str, Any], key: str, made: Iterable[str] = ()) -> list[str]:
+    """The sections above ``key`` (a dotted ``--set`` key) that setting it makes or replaces: those that are
+    neither a mapping in ``data`` nor in ``made`` (made by an earlier ``--set``). An error about one of them (an
+    unknown section ``no`` from ``--set no.such.key=1``) is the ``--set``'s, not the file's."""
+    parts, made = key.split("."), set(made)
+    node: Any = data
     for depth in range(1, len(parts)):
-        if isinstance(node, Mapping) and parts[depth - 1] in node and isinstance(node[parts[depth - 1]], Mapping):
-            node = node[parts[depth - 1]]
-            continue
-        made += [".".join(parts[:d]) for d in range(depth, len(parts))]
-        break
-    return made
+        path = ".".join(parts[:depth])
+        node = node.get(parts[depth - 1]) if isinstance(node, Mapping) else None
+        if path not in made and not isinstance(node, Mapping):
+            return [".".join(parts[:d]) for d in range(depth, len(parts))]
+    return []
 
 
 def dump_yaml(data: Mapping[str, Any]) -> str:
